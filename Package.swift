@@ -1,0 +1,51 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "RunLoopKit",
+    products: [
+        .library(name: "RunLoopKit", targets: ["RunLoopKit"]),
+        .executable(name: "runloop-bench", targets: ["RunLoopBench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
+    ],
+    targets: [
+        // libev, from Debian's libev-dev. Only RunLoopKit's libev layer (and the benchmark's
+        // raw-libev backend) import it.
+        .systemLibrary(
+            name: "CLibev",
+            path: "Sources/CLibev",
+            providers: [.apt(["libev-dev"])]
+        ),
+        .target(
+            name: "RunLoopKit",
+            dependencies: ["CLibev"],
+            path: "Sources/RunLoopKit"
+        ),
+        .testTarget(
+            name: "RunLoopKitTests",
+            dependencies: ["RunLoopKit"],
+            path: "Tests/RunLoopKitTests"
+        ),
+        // Declarations of the CoreFoundation run-loop C API exported by Swift's libFoundation.so,
+        // so the benchmark can drive the real CFRunLoop side by side with RunLoopKit.
+        .target(
+            name: "CCFRunLoop",
+            path: "Benchmarks/CCFRunLoop"
+        ),
+        .executableTarget(
+            name: "RunLoopBench",
+            dependencies: [
+                "RunLoopKit",
+                "CLibev",
+                "CCFRunLoop",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            path: "Benchmarks/RunLoopBench"
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,78 @@
+/// Pending perform-blocks of a loop (CF's `_blocks_head` list), guarded by the loop's lock.
+///
+/// Blocks keep the order they were scheduled in (R55); counts per mode answer "does this mode
+/// have a pending block" (R16, R57) without walking the queue.
+struct BlockQueue {
+    struct Block {
+        let modes: [EvRunLoop.Mode]
+        let body: @Sendable () -> Void
+    }
+
+    private var blocks: [Block] = []
+    private var commonCount = 0
+    private var counts: [EvRunLoop.Mode: Int] = [:]
+
+    var isEmpty: Bool { blocks.isEmpty }
+
+    mutating func append(_ block: Block) {
+        blocks.append(block)
+        count(block, by: 1)
+    }
+
+    /// R16/R57: a block for `mode`, or for `.common` while `mode` is common, is pending.
+    func hasBlocks(for mode: EvRunLoop.Mode, isCommon: Bool) -> Bool {
+        (isCommon && commonCount > 0) || counts[mode, default: 0] > 0
+    }
+
+    /// R54/R15: takes out, in order, every block that may run in `mode` now; the others keep
+    /// their place.
+    mutating func takeRunnable(in mode: EvRunLoop.Mode, isCommon: Bool) -> [Block] {
+        var runnable: [Block] = []
+        var kept: [Block] = []
+        for block in blocks {
+            if block.modes.contains(where: { $0 == mode || (isCommon && $0 == .common) }) {
+                runnable.append(block)
+                count(block, by: -1)
+            } else {
+                kept.append(block)
+            }
+        }
+        blocks = kept
+        return runnable
+    }
+
+    private mutating func count(_ block: Block, by delta: Int) {
+        for mode in block.modes {
+            if mode == .common { commonCount += delta } else { counts[mode, default: 0] += delta }
+        }
+    }
+}
+
+extension EvRunLoop {
+    /// Schedules `block` to run once on the loop's thread, in the first blocks step of a run of
+    /// one of `modes` (R54); ``Mode/common`` means whichever common mode is running then (R15).
+    /// Blocks run in the order they were scheduled (R55). Does not wake the loop: call
+    /// ``wakeUp()`` too (R56). Safe from any thread. A block sent to a loop whose thread has
+    /// exited is dropped, as CF does.
+    ///
+    /// - Precondition: `modes` is not empty.
+    public func perform(inModes modes: [Mode] = [.common], _ block: @escaping @Sendable () -> Void) {
+        precondition(!modes.isEmpty, "EvRunLoop.perform(inModes:_:): modes must not be empty")
+        var unique = modes
+        if modes.count > 1 { unique = modes.reduce(into: []) { if !$0.contains($1) { $0.append($1) } } }
+        let block = BlockQueue.Block(modes: unique, body: block)
+        state.withLock { state in
+            guard !state.isDead else { return }
+            state.blocks.append(block)
+        }
+    }
+
+    /// R20 steps 3, 5 and 12: runs the pending blocks that may run in `mode`.
+    func performBlocks(in mode: Mode) {
+        let runnable = state.withLock { state -> [BlockQueue.Block] in
+            guard !state.blocks.isEmpty else { return [] }
+            return state.blocks.takeRunnable(in: mode, isCommon: state.commonModes.contains(mode))
+        }
+        for block in runnable { Callout.block(block.body) }
+    }
+}

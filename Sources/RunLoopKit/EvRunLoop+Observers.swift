@@ -1,0 +1,100 @@
+extension EvRunLoop {
+    /// Adds `observer` to `mode`, or to every common mode for ``Mode/common`` (R12). Safe from
+    /// any thread; it is called from the next phase on (R52).
+    ///
+    /// - Precondition: the observer is not in another run loop (R53).
+    public func add(_ observer: EvObserver, forMode mode: Mode) {
+        state.withLock { state in
+            guard !state.isDead, observer.isValid else { return }
+            if mode == .common {
+                let id = ObjectIdentifier(observer)
+                guard !state.commonObservers.contains(where: { $0.id == id }) else { return }
+                state.commonObservers.append((id, observer))
+            }
+            attach(observer, to: state.expand(mode), &state)
+        }
+    }
+
+    /// Removes `observer` from `mode` (for ``Mode/common``, from the common items and every common
+    /// mode, R14). Safe from any thread.
+    public func remove(_ observer: EvObserver, forMode mode: Mode) {
+        state.withLock { state in
+            let id = ObjectIdentifier(observer)
+            let wasCommon = mode == .common && state.commonObservers.contains { $0.id == id }
+            if wasCommon { state.commonObservers.removeAll { $0.id == id } }
+            guard mode != .common || wasCommon else { return }
+            observer.state.withLock { observerState in
+                guard observerState.loop === self else { return }
+                detach(observer, from: state.expand(mode), &state, &observerState)
+            }
+        }
+    }
+
+    /// Whether `observer` is in `mode` of this loop; for ``Mode/common``, whether it was added to
+    /// the common items.
+    public func contains(_ observer: EvObserver, forMode mode: Mode) -> Bool {
+        state.withLock { state in
+            let id = ObjectIdentifier(observer)
+            if mode == .common { return state.commonObservers.contains { $0.id == id } }
+            return observer.state.withLock { $0.loop === self && $0.modes.contains(mode) }
+        }
+    }
+
+    func attach(_ observer: EvObserver, to modes: [Mode], _ state: inout LoopState) {
+        observer.state.withLock { observerState in
+            guard observerState.isValid else { return }
+            precondition(
+                observerState.loop == nil || observerState.loop === self,
+                "EvRunLoop.add(_:forMode:): this EvObserver is already in another run loop; an observer belongs to one loop (R53)")
+            for mode in modes where !observerState.modes.contains(mode) {
+                observerState.loop = self
+                observerState.modes.append(mode)
+                let modeState = state.modeState(mode)
+                let sequence = state.nextSequence()
+                // R49: ascending order, equal orders in the order they were added.
+                let index = modeState.observers.firstIndex { $0.observer.order > observer.order } ?? modeState.observers.endIndex
+                modeState.observers.insert((sequence, observer), at: index)
+                modeState.observedActivities.formUnion(observer.activities)
+            }
+        }
+    }
+
+    func detach(_ observer: EvObserver, from modes: [Mode], _ state: inout LoopState, _ observerState: inout ObserverState) {
+        let leaving = modes.filter { observerState.modes.contains($0) }
+        observerState.modes.removeAll { leaving.contains($0) }
+        for mode in leaving { state.modes[mode]?.observers.removeAll { $0.observer === observer } }
+        let id = ObjectIdentifier(observer)
+        if observerState.modes.isEmpty, !state.commonObservers.contains(where: { $0.id == id }) {
+            observerState.loop = nil
+        }
+    }
+
+    func detachEverywhere(_ observer: EvObserver, _ state: inout LoopState, _ observerState: inout ObserverState) {
+        let id = ObjectIdentifier(observer)
+        state.commonObservers.removeAll { $0.id == id }
+        detach(observer, from: observerState.modes, &state, &observerState)
+    }
+
+    /// R48–R52: calls the observers of `mode` for `activity`. The set is taken when the phase
+    /// begins; an observer invalidated meanwhile, or whose callout is running, is skipped.
+    func notifyObservers(_ activity: Activity, in mode: Mode) {
+        let observers: [EvObserver] = state.withLock { state in
+            guard let modeState = state.modes[mode], modeState.observedActivities.contains(activity) else { return [] }
+            return modeState.observers.compactMap { $0.observer.activities.contains(activity) ? $0.observer : nil }
+        }
+        for observer in observers {
+            let shouldCall = observer.state.withLock { observerState in
+                guard observerState.isValid, !observerState.isFiring else { return false }
+                observerState.isFiring = true
+                return true
+            }
+            guard shouldCall else { continue }
+            Callout.observer(observer, activity)
+            let isDone = observer.state.withLock { observerState in
+                observerState.isFiring = false
+                return !observer.repeats
+            }
+            if isDone { observer.invalidate() }  // R50
+        }
+    }
+}

@@ -1,0 +1,116 @@
+extension EvRunLoop {
+    /// What one run needs to remember (CF's per-run data).
+    struct RunContext {
+        let mode: Mode
+        /// Index of this run's frame in ``LoopState/runs`` (nested runs push above it).
+        let frame: Int
+        let deadline: MonotonicTime
+        /// A timeout of zero or less: one iteration that only looks (R25).
+        let pollOnly: Bool
+        let returnAfterSourceHandled: Bool
+    }
+
+    /// Runs the loop once in `mode` (CFRunLoopRunInMode): Entry, iterations until a result
+    /// applies, Exit (R19–R25).
+    ///
+    /// - Parameters:
+    ///   - mode: the mode to run; a mode with no sources, timers or pending blocks returns
+    ///     ``RunResult/finished`` at once, with no observer called (R16, R18).
+    ///   - timeout: how long to run; `nil` for no deadline; zero or less runs exactly one
+    ///     iteration that does not sleep (R25). Huge values never overflow (R26).
+    ///   - returnAfterSourceHandled: return ``RunResult/handledSource`` after the first source
+    ///     is handled (R24, R34).
+    /// - Returns: why the run ended (R24).
+    /// - Precondition: called on the loop's own thread (R5); `mode` is not ``Mode/common`` (R10).
+    @discardableResult
+    public func run(mode: Mode = .default, timeout: Duration? = nil, returnAfterSourceHandled: Bool = false) -> RunResult {
+        precondition(mode != .common, "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): the .common pseudo-mode cannot be run (R10)")
+        preconditionOwnThread("EvRunLoop.run(mode:timeout:returnAfterSourceHandled:)")
+        let start = MonotonicTime.now()
+        let pollOnly = timeout.map { $0 <= .zero } ?? false
+        let deadline = timeout.map { pollOnly ? start : start.adding($0) } ?? .distantFuture
+        let frame: Int? = state.withLock { state in
+            precondition(!state.isDead, "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): this loop's thread has exited (R4)")
+            guard let modeState = state.modes[mode], !state.isEmpty(modeState) else { return nil }
+            state.runs.append(RunFrame(mode: mode))
+            return state.runs.count - 1
+        }
+        guard let frame else { return .finished }
+        let run = RunContext(
+            mode: mode, frame: frame, deadline: deadline, pollOnly: pollOnly,
+            returnAfterSourceHandled: returnAfterSourceHandled)
+        notifyObservers(.entry, in: mode)
+        let result = iterate(run)
+        notifyObservers(.exit, in: mode)
+        state.withLock { _ = $0.runs.popLast() }
+        return result
+    }
+
+    /// The iterations of one run, in CF's order (R20), until a result applies (R24).
+    private func iterate(_ run: RunContext) -> RunResult {
+        while true {
+            notifyObservers(.beforeTimers, in: run.mode)
+            notifyObservers(.beforeSources, in: run.mode)
+            performBlocks(in: run.mode)
+            let handledSource = performSignalledSources(in: run.mode, stopAfterOne: run.returnAfterSourceHandled)
+            if handledSource { performBlocks(in: run.mode) }
+            let poll = handledSource || run.pollOnly
+            if !poll { notifyObservers(.beforeWaiting, in: run.mode) }
+            sleep(run, poll: poll)
+            if !poll { notifyObservers(.afterWaiting, in: run.mode) }
+            fireDueTimers(in: run.mode)
+            performBlocks(in: run.mode)
+            if let result = result(of: run, handledSource: handledSource) { return result }
+        }
+    }
+
+    /// R20.9, R22: sleeps until the earliest of the mode's next timer and the run's deadline,
+    /// a wake-up or a stop; with `poll`, only looks.
+    private func sleep(_ run: RunContext, poll: Bool) {
+        if poll {
+            _ = backend.value.wait(poll: true)
+            return
+        }
+        state.withLock { state in
+            let deadline = min(nextTimerDate(in: run.mode, &state), run.deadline)
+            state.sleepDeadline = deadline
+            backend.value.setDeadline(deadline)
+        }
+        waiting.store(true, ordering: .releasing)
+        _ = backend.value.wait(poll: false)
+        waiting.store(false, ordering: .releasing)
+        state.withLock { $0.sleepDeadline = nil }
+    }
+
+    /// R24: the first result that holds after an iteration, or `nil` to go on.
+    private func result(of run: RunContext, handledSource: Bool) -> RunResult? {
+        if handledSource && run.returnAfterSourceHandled { return .handledSource }
+        if run.deadline != .distantFuture, MonotonicTime.now() >= run.deadline { return .timedOut }
+        return state.withLock { state in
+            if state.runs[run.frame].isStopped { return .stopped }
+            if let modeState = state.modes[run.mode], !state.isEmpty(modeState) { return nil }
+            return .finished
+        }
+    }
+
+    /// Runs the default mode until a run is stopped or finds the mode empty (CFRunLoopRun, R31).
+    /// Unlike Foundation's `RunLoop.run()`, ``stop()`` ends it.
+    public func run() {
+        while true {
+            let result = run(mode: .default)
+            if result == .stopped || result == .finished { return }
+        }
+    }
+
+    /// Runs the default mode, one source at a time, until `deadline` passes or a run finds the
+    /// mode empty (Foundation's `run(until:)`, R32). Returns the last run's result.
+    @discardableResult
+    public func run(until deadline: ContinuousClock.Instant) -> RunResult {
+        while true {
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            if remaining <= .zero { return .timedOut }
+            let result = run(mode: .default, timeout: remaining, returnAfterSourceHandled: true)
+            if result == .finished || result == .stopped { return result }
+        }
+    }
+}

@@ -1,0 +1,121 @@
+extension EvRunLoop {
+    /// Adds `source` to `mode`, or to every common mode for ``Mode/common`` (R12), calling its
+    /// `schedule` handler once per mode it joins (R36). A signalled source added to a loop is
+    /// performed the next time one of its modes runs (R35). Safe from any thread.
+    ///
+    /// - Precondition: the source is not in another run loop.
+    public func add(_ source: EvSource, forMode mode: Mode) {
+        let joined: [Mode] = state.withLock { state in
+            guard !state.isDead, source.isValid else { return [] }
+            if mode == .common, state.commonSources.updateValue(source, forKey: ObjectIdentifier(source)) != nil { return [] }
+            return attach(source, to: state.expand(mode), &state)
+        }
+        for mode in joined { Callout.sourceSchedule(source, self, mode) }
+    }
+
+    /// Removes `source` from `mode` (for ``Mode/common``, from the common items and every common
+    /// mode, R14), calling its `cancel` handler once per mode it leaves (R36). Safe from any thread.
+    public func remove(_ source: EvSource, forMode mode: Mode) {
+        let left: [Mode] = state.withLock { state in
+            let wasCommon = mode == .common && state.commonSources.removeValue(forKey: ObjectIdentifier(source)) != nil
+            guard mode != .common || wasCommon else { return [] }
+            return source.state.withLock { sourceState in
+                guard sourceState.loop === self else { return [] }
+                return detach(source, from: state.expand(mode), &state, &sourceState)
+            }
+        }
+        for mode in left { Callout.sourceCancel(source, self, mode) }
+    }
+
+    /// Whether `source` is in `mode` of this loop; for ``Mode/common``, whether it was added to
+    /// the common items.
+    public func contains(_ source: EvSource, forMode mode: Mode) -> Bool {
+        state.withLock { state in
+            if mode == .common { return state.commonSources[ObjectIdentifier(source)] != nil }
+            return source.state.withLock { $0.loop === self && $0.modes.contains(mode) }
+        }
+    }
+
+    /// Adds the source to those of `modes` it is not in yet; returns them.
+    func attach(_ source: EvSource, to modes: [Mode], _ state: inout LoopState) -> [Mode] {
+        source.state.withLock { sourceState in
+            guard sourceState.isValid else { return [] }
+            precondition(
+                sourceState.loop == nil || sourceState.loop === self,
+                "EvRunLoop.add(_:forMode:): this EvSource is already scheduled in another run loop; a source belongs to one loop")
+            let joining = modes.filter { !sourceState.modes.contains($0) }
+            guard !joining.isEmpty else { return [] }
+            sourceState.loop = self
+            sourceState.modes += joining
+            for mode in joining { state.modeState(mode).sourceCount += 1 }
+            let id = ObjectIdentifier(source)
+            state.sources[id] = source
+            if sourceState.isSignalled { state.signalled[id] = source }
+            return joining
+        }
+    }
+
+    /// Removes the source from those of `modes` it is in; returns them.
+    func detach(_ source: EvSource, from modes: [Mode], _ state: inout LoopState, _ sourceState: inout SourceState) -> [Mode] {
+        let leaving = modes.filter { sourceState.modes.contains($0) }
+        sourceState.modes.removeAll { leaving.contains($0) }
+        for mode in leaving { state.modes[mode]?.sourceCount -= 1 }
+        let id = ObjectIdentifier(source)
+        if sourceState.modes.isEmpty, state.commonSources[id] == nil {
+            sourceState.loop = nil
+            state.sources.removeValue(forKey: id)
+            state.signalled.removeValue(forKey: id)
+        }
+        return leaving
+    }
+
+    func detachEverywhere(_ source: EvSource, _ state: inout LoopState, _ sourceState: inout SourceState) {
+        state.commonSources.removeValue(forKey: ObjectIdentifier(source))
+        _ = detach(source, from: sourceState.modes, &state, &sourceState)
+    }
+
+    /// Called by ``EvSource/signal()`` after it set the flag: queue the source for its modes.
+    func enqueueSignalled(_ source: EvSource) {
+        state.withLock { state in
+            source.state.withLock { sourceState in
+                if sourceState.isSignalled, sourceState.loop === self {
+                    state.signalled[ObjectIdentifier(source)] = source
+                }
+            }
+        }
+    }
+
+    /// R33, R34: performs the signalled sources of `mode` in (order, signal time) order; with
+    /// `stopAfterOne`, only the first. Returns whether any source was performed.
+    func performSignalledSources(in mode: Mode, stopAfterOne: Bool) -> Bool {
+        let candidates: [EvSource] = state.withLock { state in
+            guard !state.signalled.isEmpty else { return [] }
+            var ready: [(order: Int, sequence: UInt64, source: EvSource)] = []
+            for source in state.signalled.values {
+                source.state.withLock { sourceState in
+                    if sourceState.isValid, sourceState.modes.contains(mode) {
+                        ready.append((source.order, sourceState.signalSequence, source))
+                    }
+                }
+            }
+            return ready.sorted { ($0.order, $0.sequence) < ($1.order, $1.sequence) }.map(\.source)
+        }
+        var performed = false
+        for source in candidates {
+            // The flag is cleared just before the callout, so a signal during it runs it again later.
+            let stillSignalled = state.withLock { state in
+                source.state.withLock { sourceState in
+                    guard sourceState.isSignalled, sourceState.isValid else { return false }
+                    sourceState.isSignalled = false
+                    state.signalled.removeValue(forKey: ObjectIdentifier(source))
+                    return true
+                }
+            }
+            guard stillSignalled else { continue }
+            Callout.sourcePerform(source)
+            performed = true
+            if stopAfterOne { break }
+        }
+        return performed
+    }
+}

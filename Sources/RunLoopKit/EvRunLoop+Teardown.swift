@@ -1,0 +1,40 @@
+extension EvRunLoop {
+    /// Unbinds every item from this dying loop (R4) and returns the sources with the modes they
+    /// were in, for their cancel callouts (R36).
+    func detachAllItems(_ state: inout LoopState) -> [(EvSource, [Mode])] {
+        var cancelled: [(EvSource, [Mode])] = []
+        for source in state.sources.values {
+            source.state.withLock { sourceState in
+                guard sourceState.loop === self else { return }
+                cancelled.append((source, sourceState.modes))
+                sourceState.modes = []
+                sourceState.loop = nil
+            }
+        }
+        var timers = Array(state.commonTimers.values)
+        var observers = state.commonObservers.map(\.observer)
+        for modeState in state.modes.values {
+            timers += modeState.timers.removeAll().map(\.timer)
+            observers += modeState.observers.map(\.observer)
+        }
+        for timer in timers {
+            timer.state.withLock { timerState in
+                guard timerState.loop === self else { return }
+                timerState.record?.generation &+= 1
+                timerState.record = nil
+                timerState.modes = []
+                timerState.loop = nil
+            }
+        }
+        for observer in observers {
+            observer.state.withLock { observerState in
+                guard observerState.loop === self else { return }
+                observerState.modes = []
+                observerState.loop = nil
+            }
+        }
+        state = LoopState()
+        state.isDead = true
+        return cancelled
+    }
+}

@@ -1,0 +1,175 @@
+extension EvRunLoop {
+    /// Adds `timer` to `mode`, or to every common mode for ``Mode/common`` (R12). Adding it where
+    /// it already is does nothing; an invalidated timer is ignored. Safe from any thread; a timer
+    /// due before the sleeping loop's deadline re-arms the wait (R44).
+    ///
+    /// - Precondition: the timer is not in another run loop (R39).
+    public func add(_ timer: EvTimer, forMode mode: Mode) {
+        state.withLock { state in
+            guard !state.isDead, timer.isValid else { return }
+            if mode == .common, state.commonTimers.updateValue(timer, forKey: ObjectIdentifier(timer)) != nil { return }
+            attach(timer, to: state.expand(mode), &state)
+        }
+    }
+
+    /// Removes `timer` from `mode`; for ``Mode/common``, from the common items and every common
+    /// mode (R14). Removing it from one named mode leaves it in the others. Safe from any thread.
+    public func remove(_ timer: EvTimer, forMode mode: Mode) {
+        state.withLock { state in
+            let wasCommon = mode == .common && state.commonTimers.removeValue(forKey: ObjectIdentifier(timer)) != nil
+            guard mode != .common || wasCommon else { return }
+            timer.state.withLock { timerState in
+                guard timerState.loop === self else { return }
+                detach(timer, from: state.expand(mode), &state, &timerState)
+            }
+        }
+    }
+
+    /// Whether `timer` is in `mode` of this loop; for ``Mode/common``, whether it was added to
+    /// the common items.
+    public func contains(_ timer: EvTimer, forMode mode: Mode) -> Bool {
+        state.withLock { state in
+            if mode == .common { return state.commonTimers[ObjectIdentifier(timer)] != nil }
+            return timer.state.withLock { $0.loop === self && $0.modes.contains(mode) }
+        }
+    }
+
+    func attach(_ timer: EvTimer, to modes: [Mode], _ state: inout LoopState) {
+        timer.state.withLock { timerState in
+            guard timerState.isValid else { return }
+            precondition(
+                timerState.loop == nil || timerState.loop === self,
+                "EvRunLoop.add(_:forMode:): this EvTimer is already scheduled in another run loop; a timer belongs to one loop (R39)")
+            for mode in modes where !timerState.modes.contains(mode) {
+                let record = timerState.record ?? TimerRecord(timer)
+                timerState.record = record
+                timerState.loop = self
+                timerState.modes.append(mode)
+                let modeState = state.modeState(mode)
+                modeState.timerCount += 1
+                modeState.timers.push(record, at: timerState.fireDate, sequence: state.nextSequence())
+                rearmIfSleeping(for: mode, at: timerState.fireDate, &state)
+            }
+        }
+    }
+
+    func detach(_ timer: EvTimer, from modes: [Mode], _ state: inout LoopState, _ timerState: inout TimerState) {
+        let leaving = modes.filter { timerState.modes.contains($0) }
+        guard !leaving.isEmpty, let record = timerState.record else { return }
+        timerState.modes.removeAll { leaving.contains($0) }
+        for mode in leaving { state.modes[mode]?.timerCount -= 1 }
+        if timerState.modes.isEmpty, state.commonTimers[ObjectIdentifier(timer)] == nil {
+            record.generation &+= 1
+            timerState.record = nil
+            timerState.loop = nil
+        } else {
+            reschedule(&timerState, &state)
+        }
+        for mode in leaving {
+            if let modeState = state.modes[mode] { modeState.timers.compactIfMostlyStale(liveCount: modeState.timerCount) }
+        }
+    }
+
+    func detachEverywhere(_ timer: EvTimer, _ state: inout LoopState, _ timerState: inout TimerState) {
+        state.commonTimers.removeValue(forKey: ObjectIdentifier(timer))
+        detach(timer, from: timerState.modes, &state, &timerState)
+        timerState.record?.generation &+= 1
+        timerState.record = nil
+        timerState.loop = nil
+    }
+
+    /// The timer's fire date or modes changed: every older heap entry becomes stale and the timer
+    /// is pushed again into each of its modes.
+    func reschedule(_ timerState: inout TimerState, _ state: inout LoopState) {
+        guard let record = timerState.record else { return }
+        record.generation &+= 1
+        for mode in timerState.modes {
+            let modeState = state.modeState(mode)
+            modeState.timers.push(record, at: timerState.fireDate, sequence: state.nextSequence())
+            modeState.timers.compactIfMostlyStale(liveCount: modeState.timerCount)
+            rearmIfSleeping(for: mode, at: timerState.fireDate, &state)
+        }
+    }
+
+    /// A timer now due before the armed deadline of the running mode moves the deadline: the
+    /// timerfd is re-armed from this thread, so the sleeping loop need not be woken (R44).
+    private func rearmIfSleeping(for mode: Mode, at date: MonotonicTime, _ state: inout LoopState) {
+        guard let deadline = state.sleepDeadline, date < deadline, state.runs.last?.mode == mode else { return }
+        state.sleepDeadline = date
+        backend.value.setDeadline(date)
+    }
+
+    /// The earliest fire date of `mode`'s timers, skipping timers whose handler is running (R59).
+    func nextTimerDate(in mode: Mode, _ state: inout LoopState) -> MonotonicTime {
+        guard let modeState = state.modes[mode] else { return .distantFuture }
+        var firing: [TimerHeap.Entry] = []
+        defer { for entry in firing { modeState.timers.push(entry.record, at: entry.deadline, sequence: entry.sequence) } }
+        while let top = modeState.timers.peekLive() {
+            guard top.record.isFiring else { return top.deadline }
+            modeState.timers.removeTop()
+            firing.append(top)
+        }
+        return .distantFuture
+    }
+
+    /// R40–R45: fires every due timer of `mode`, in fire-date order, each once.
+    func fireDueTimers(in mode: Mode) {
+        let now = MonotonicTime.now()
+        let due: [TimerHeap.Entry] = state.withLock { state in
+            guard let modeState = state.modes[mode] else { return [] }
+            var due: [TimerHeap.Entry] = []
+            var firing: [TimerHeap.Entry] = []
+            while let top = modeState.timers.peekLive(), top.deadline <= now {
+                modeState.timers.removeTop()
+                if top.record.isFiring { firing.append(top) } else { due.append(top) }
+            }
+            for entry in firing { modeState.timers.push(entry.record, at: entry.deadline, sequence: entry.sequence) }
+            return due
+        }
+        for entry in due { fire(entry) }
+    }
+
+    private func fire(_ entry: TimerHeap.Entry) {
+        let timer = entry.record.timer
+        let firedDate: MonotonicTime? = state.withLock { _ in
+            timer.state.withLock { timerState in
+                guard entry.isLive, timerState.isValid, !entry.record.isFiring else { return nil }
+                entry.record.isFiring = true
+                timerState.rescheduled = false
+                return timerState.fireDate
+            }
+        }
+        guard let firedDate else { return }
+        Callout.timer(timer)
+        state.withLock { state in
+            timer.state.withLock { timerState in
+                entry.record.isFiring = false
+                guard timerState.isValid else { return }
+                let isBound = timerState.loop === self
+                if timer.interval == .zero {  // R43
+                    if isBound { detachEverywhere(timer, &state, &timerState) }
+                    timerState.isValid = false
+                } else if isBound, !(timerState.rescheduled && timerState.fireDate > firedDate) {  // R44
+                    timerState.fireDate = Self.nextFireDate(after: firedDate, every: timer.interval, now: .now())
+                    reschedule(&timerState, &state)
+                }
+            }
+        }
+    }
+
+    /// R42: the old fire date plus as many whole intervals as needed to be strictly after `now`.
+    static func nextFireDate(after fired: MonotonicTime, every interval: Duration, now: MonotonicTime) -> MonotonicTime {
+        let step = max(interval.saturatingNanoseconds, 1)
+        let behind = now.nanoseconds >= fired.nanoseconds ? (now.nanoseconds &- fired.nanoseconds) / step + 1 : 1
+        let (advance, overflow) = behind.multipliedReportingOverflow(by: step)
+        return overflow ? .distantFuture : fired.adding(nanoseconds: advance)
+    }
+}
+
+extension LoopState {
+    /// A number that grows with every heap push, so equal fire dates keep their scheduling order.
+    mutating func nextSequence() -> UInt64 {
+        sequence &+= 1
+        return sequence
+    }
+}

@@ -1,0 +1,144 @@
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A thread's run loop: CFRunLoop's model — modes, common modes, version-0 sources, timers,
+/// observers and perform-blocks — with libev doing all the waiting.
+///
+/// Each thread has at most one loop, made the first time it asks for ``current`` (R1) and torn
+/// down when the thread exits (R4). A loop runs only on its own thread (R5); adding, removing,
+/// signalling, ``wakeUp()``, ``stop()`` and ``perform(inModes:_:)`` are safe from any thread (R6).
+/// Callouts run with no lock held, so a callout may do anything, including running the loop
+/// again (R58).
+public final class EvRunLoop: Sendable {
+    /// The loop's bookkeeping; see ``LoopState``. Lock order: this lock, then an item's.
+    let state = Mutex(LoopState())
+    /// `@unchecked Sendable` wrapper: waits run on the owning thread only; the calls made from
+    /// other threads (wake-up, deadline) are serialised against teardown as EvBackend documents.
+    let backend: BackendBox
+    /// Whether this is the main thread's loop (R2).
+    let isMain: Bool
+    let waiting = Atomic<Bool>(false)
+    /// Guards cross-thread ``wakeUp()`` against teardown without taking ``state``: the count of
+    /// wake-ups in flight, plus ``wakeGateClosed`` once the loop is dead.
+    private let wakeGate = Atomic<Int>(0)
+    private static let wakeGateClosed = 1 << 40
+
+    init(isMain: Bool) throws(EvRunLoopError) {
+        self.isMain = isMain
+        backend = BackendBox(try EvBackend())
+    }
+
+    /// The calling thread's run loop, created on first use (R1).
+    ///
+    /// Stops with a message if the loop cannot be created (no file descriptor left, say); use
+    /// ``forCurrentThread()`` to handle that as an error instead.
+    public static var current: EvRunLoop {
+        do {
+            return try ThreadRegistry.currentLoop()
+        } catch {
+            fatalError("EvRunLoop.current: \(error)")
+        }
+    }
+
+    /// The calling thread's run loop, created on first use (R1).
+    ///
+    /// - Throws: ``EvRunLoopError`` when the loop's backend cannot be created.
+    public static func forCurrentThread() throws(EvRunLoopError) -> EvRunLoop {
+        try ThreadRegistry.currentLoop()
+    }
+
+    /// The main thread's run loop, from any thread (R2).
+    public static var main: EvRunLoop {
+        do {
+            return try ThreadRegistry.mainRunLoop()
+        } catch {
+            fatalError("EvRunLoop.main: \(error)")
+        }
+    }
+
+    /// The mode of the innermost run in progress, `nil` when the loop is not running (R9).
+    public var currentMode: Mode? { state.withLock { $0.runs.last?.mode } }
+
+    /// Every mode that exists on the loop, the default mode first (R7, R8).
+    public var allModes: [Mode] {
+        let names = state.withLock { Array($0.modes.keys) }
+        return [.default] + names.filter { $0 != .default }.sorted { $0.name < $1.name }
+    }
+
+    /// True only while the loop's thread is (about to be) asleep: between the BeforeWaiting and
+    /// AfterWaiting phases (R23). Safe from any thread.
+    public var isWaiting: Bool { waiting.load(ordering: .acquiring) }
+
+    /// Ends the loop's current sleep, or makes its next sleep return at once — at most once
+    /// however often it is called meanwhile (R30). Safe from any thread; does nothing once the
+    /// loop's thread has exited.
+    public func wakeUp() {
+        if wakeGate.add(1, ordering: .acquiring).newValue < Self.wakeGateClosed {
+            backend.value.wakeUp()
+        }
+        wakeGate.subtract(1, ordering: .releasing)
+    }
+
+    /// Stops the innermost run in progress: it returns ``RunResult/stopped`` at the end of its
+    /// current iteration, while outer runs carry on (R27, R29). Does nothing when the loop is not
+    /// running (R28). Safe from any thread and from the run's own callouts.
+    public func stop() {
+        let running = state.withLock { state -> Bool in
+            guard !state.runs.isEmpty else { return false }
+            state.runs[state.runs.count - 1].isStopped = true
+            return true
+        }
+        if running { wakeUp() }
+    }
+
+    /// Adds `mode` to the loop's common modes; every item already added to ``Mode/common`` is
+    /// added to it at once (R11, R13). Adding it twice does nothing. Safe from any thread.
+    ///
+    /// - Precondition: `mode` is not ``Mode/common``.
+    public func addCommonMode(_ mode: Mode) {
+        precondition(mode != .common, "EvRunLoop.addCommonMode(_:): .common is the pseudo-mode itself, not a mode")
+        let scheduled: [(EvSource, Mode)] = state.withLock { state in
+            guard !state.isDead, state.commonModes.insert(mode).inserted else { return [] }
+            _ = state.modeState(mode)
+            for timer in state.commonTimers.values { attach(timer, to: [mode], &state) }
+            for (_, observer) in state.commonObservers { attach(observer, to: [mode], &state) }
+            return state.commonSources.values.flatMap { source in attach(source, to: [mode], &state).map { (source, $0) } }
+        }
+        for (source, mode) in scheduled { Callout.sourceSchedule(source, self, mode) }
+    }
+
+    /// Tears the loop down when its thread exits (R4): cancel callouts for its sources, every item
+    /// released, the libev loop destroyed and its descriptors closed.
+    func tearDown() {
+        let cancelled: [(EvSource, [Mode])] = state.withLock { state in
+            state.isDead = true
+            return detachAllItems(&state)
+        }
+        if wakeGate.add(Self.wakeGateClosed, ordering: .acquiringAndReleasing).newValue != Self.wakeGateClosed {
+            while wakeGate.load(ordering: .acquiring) != Self.wakeGateClosed { sched_yield() }
+        }
+        state.withLock { _ in backend.value.destroy() }
+        for (source, modes) in cancelled {
+            for mode in modes { Callout.sourceCancel(source, self, mode) }
+        }
+    }
+
+    /// Stops with a message naming `call` unless the calling thread owns this loop (R5).
+    func preconditionOwnThread(_ call: StaticString) {
+        precondition(ThreadRegistry.isOwnedByCallingThread(self), "\(call): a run loop can only be run on its own thread (R5)")
+    }
+}
+
+/// Holds the libev layer inside the Sendable ``EvRunLoop``.
+///
+/// `@unchecked Sendable`: ``EvBackend/wait(poll:)`` and ``EvBackend/destroy()`` are called only on
+/// the loop's own thread; ``EvBackend/wakeUp()`` only through the loop's wake gate and
+/// ``EvBackend/setDeadline(_:)`` only under the loop's lock, both of which exclude teardown.
+final class BackendBox: @unchecked Sendable {
+    let value: EvBackend
+    init(_ value: EvBackend) { self.value = value }
+}

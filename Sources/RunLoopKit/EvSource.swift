@@ -1,0 +1,93 @@
+import Synchronization
+
+/// A version-0 run-loop source (CF: `CFRunLoopSource` with a version-0 context).
+///
+/// A source does nothing until it is signalled with ``signal()``; then, the next time one of
+/// its modes runs, the loop calls `perform` on its thread (R33, R35). Signalling does not wake a
+/// sleeping loop — call ``EvRunLoop/wakeUp()`` too (R22). A source belongs to one run loop at a
+/// time (it may be in several of that loop's modes); adding it to a second loop stops with a
+/// message, where CF would accept it.
+///
+/// Rules: signalled sources of a mode run in ascending `order`, equal orders by the time they
+/// were signalled (R33); signalling is idempotent until the source performs (R35); `schedule`
+/// runs once per mode the source joins and `cancel` once per mode it leaves, including through
+/// ``invalidate()`` and the loop's teardown (R36, R4).
+public final class EvSource: Sendable {
+    /// Where this source runs among the signalled sources of a mode: lower first (R33).
+    public let order: Int
+    let performHandler: @Sendable () -> Void
+    let scheduleHandler: (@Sendable (EvRunLoop, EvRunLoop.Mode) -> Void)?
+    let cancelHandler: (@Sendable (EvRunLoop, EvRunLoop.Mode) -> Void)?
+    let state = Mutex(SourceState())
+
+    private static let signalSequence = Atomic<UInt64>(0)
+
+    /// A version-0 source.
+    ///
+    /// - Parameters:
+    ///   - order: lower orders perform first (R33).
+    ///   - schedule: called on the adding thread each time the source joins a mode.
+    ///   - cancel: called each time the source leaves a mode (removal, invalidation, teardown).
+    ///   - perform: called on the loop's thread when the source, signalled, is handled.
+    public init(
+        order: Int = 0,
+        schedule: (@Sendable (EvRunLoop, EvRunLoop.Mode) -> Void)? = nil,
+        cancel: (@Sendable (EvRunLoop, EvRunLoop.Mode) -> Void)? = nil,
+        perform: @escaping @Sendable () -> Void
+    ) {
+        self.order = order
+        self.performHandler = perform
+        self.scheduleHandler = schedule
+        self.cancelHandler = cancel
+    }
+
+    /// Marks the source as ready to perform. Safe from any thread; does not wake the loop (R22).
+    /// Does nothing on an invalidated source (R36).
+    public func signal() {
+        let loop: EvRunLoop? = state.withLock { source in
+            guard source.isValid, !source.isSignalled else { return nil }
+            source.isSignalled = true
+            source.signalSequence = Self.signalSequence.add(1, ordering: .relaxed).newValue
+            return source.loop
+        }
+        loop?.enqueueSignalled(self)
+    }
+
+    /// Whether the source is signalled and has not performed since.
+    public var isSignalled: Bool { state.withLock { $0.isSignalled } }
+
+    /// False once ``invalidate()`` was called.
+    public var isValid: Bool { state.withLock { $0.isValid } }
+
+    /// Removes the source from every mode (calling `cancel` for each) and disables it for good:
+    /// it never performs again and signalling it does nothing (R36). Safe from any thread.
+    public func invalidate() {
+        let left: (EvRunLoop, [EvRunLoop.Mode])? = withItemAndLoopLocked(
+            state,
+            bound: { loop, loopState, source in
+                let modes = source.modes
+                loop.detachEverywhere(self, &loopState, &source)
+                source.isValid = false
+                source.isSignalled = false
+                return (loop, modes)
+            },
+            unbound: { source in
+                source.isValid = false
+                source.isSignalled = false
+                return nil
+            })
+        if let (loop, modes) = left {
+            for mode in modes { Callout.sourceCancel(self, loop, mode) }
+        }
+    }
+}
+
+/// A source's mutable part, guarded by ``EvSource/state``.
+struct SourceState: ItemMembership, Sendable {
+    var isValid = true
+    var isSignalled = false
+    /// When it was signalled, to order equal `order`s (R33).
+    var signalSequence: UInt64 = 0
+    var loop: EvRunLoop?
+    var modes: [EvRunLoop.Mode] = []
+}

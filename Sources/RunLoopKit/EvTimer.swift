@@ -1,0 +1,121 @@
+import Synchronization
+
+/// A timer on a run loop (CF: `CFRunLoopTimer`).
+///
+/// A timer has a fire date, an interval (zero for a one-shot timer), a tolerance and an order.
+/// It belongs to at most one run loop at a time but may be in several of that loop's modes
+/// (R39); it fires only while one of them runs (R40, R41). Create it on any thread, add it with
+/// ``EvRunLoop/add(_:forMode:)-(EvTimer,_)``; the handler runs on the loop's thread.
+///
+/// Rules: all due timers of the running mode fire in one step, in fire-date order (R40); a
+/// timer whose mode was not running fires once, however many intervals it missed (R41); a
+/// repeating timer then moves to the next slot of its grid strictly after now (R42); a one-shot
+/// timer is invalidated after its handler (R43); a timer never fires while its own handler runs
+/// (R59) and never before its fire date (R46).
+public final class EvTimer: Sendable {
+    /// CF's `TIMER_INTERVAL_LIMIT`: longer intervals are capped to it (R47).
+    public static let intervalLimit: Duration = .seconds(504_911_232)
+
+    /// The time between fires; `.zero` for a one-shot timer.
+    public let interval: Duration
+    /// Where this timer sorts among others (kept for CF parity; fire dates decide the order).
+    public let order: Int
+    let handler: @Sendable (EvTimer) -> Void
+    let state: Mutex<TimerState>
+
+    /// A timer that first fires at `fireAt`.
+    ///
+    /// - Parameters:
+    ///   - fireAt: the first fire date.
+    ///   - interval: the time between fires; `.zero` (the default) makes a one-shot timer.
+    ///     Intervals over ``intervalLimit`` are capped to it (R47).
+    ///   - tolerance: how late the loop may fire the timer to wake less often (R46).
+    ///   - order: kept for CF parity.
+    ///   - handler: runs on the loop's thread each time the timer fires.
+    /// - Precondition: `interval` and `tolerance` are not negative.
+    public init(
+        fireAt: ContinuousClock.Instant, interval: Duration = .zero, tolerance: Duration = .zero,
+        order: Int = 0, handler: @escaping @Sendable (EvTimer) -> Void
+    ) {
+        precondition(interval >= .zero, "EvTimer.init: interval must not be negative (got \(interval))")
+        precondition(tolerance >= .zero, "EvTimer.init: tolerance must not be negative (got \(tolerance))")
+        self.interval = min(interval, Self.intervalLimit)
+        self.order = order
+        self.handler = handler
+        state = Mutex(TimerState(fireDate: MonotonicTime(fireAt), tolerance: tolerance))
+    }
+
+    /// A timer that first fires `delay` from now.
+    ///
+    /// - Precondition: `delay`, `interval` and `tolerance` are not negative.
+    public convenience init(
+        after delay: Duration, interval: Duration = .zero, tolerance: Duration = .zero,
+        order: Int = 0, handler: @escaping @Sendable (EvTimer) -> Void
+    ) {
+        precondition(delay >= .zero, "EvTimer.init(after:): delay must not be negative (got \(delay))")
+        self.init(fireAt: .now.advanced(by: delay), interval: interval, tolerance: tolerance, order: order, handler: handler)
+    }
+
+    /// Whether the timer fires more than once (its interval is not zero).
+    public var repeats: Bool { interval > .zero }
+
+    /// False once the timer was invalidated, explicitly or after a one-shot fire (R43, R45).
+    public var isValid: Bool { state.withLock { $0.isValid } }
+
+    /// The next time the timer fires.
+    ///
+    /// Setting it from any thread re-arms the loop's wait (R44); inside the handler a date later
+    /// than the one just fired is kept, an earlier one yields to the regular schedule (R42).
+    public var fireDate: ContinuousClock.Instant {
+        get { state.withLock { $0.fireDate }.instant }
+        set { setFireDate(MonotonicTime(newValue)) }
+    }
+
+    /// How late the loop may fire this timer to coalesce wake-ups (R46). Not negative.
+    public var tolerance: Duration {
+        get { state.withLock { $0.tolerance } }
+        set {
+            precondition(newValue >= .zero, "EvTimer.tolerance: must not be negative (got \(newValue))")
+            state.withLock { $0.tolerance = newValue }
+        }
+    }
+
+    /// Stops the timer for good: it is removed from every mode and never fires again (R45).
+    /// Safe from any thread, including from its own handler.
+    public func invalidate() {
+        withItemAndLoopLocked(
+            state,
+            bound: { loop, loopState, timer in
+                loop.detachEverywhere(self, &loopState, &timer)
+                timer.isValid = false
+            },
+            unbound: { $0.isValid = false })
+    }
+
+    private func setFireDate(_ date: MonotonicTime) {
+        withItemAndLoopLocked(
+            state,
+            bound: { loop, loopState, timer in
+                guard timer.isValid else { return }
+                timer.fireDate = date
+                timer.rescheduled = true
+                loop.reschedule(&timer, &loopState)
+            },
+            unbound: { timer in
+                if timer.isValid { timer.fireDate = date }
+            })
+    }
+}
+
+/// A timer's mutable part, guarded by ``EvTimer/state``.
+struct TimerState: ItemMembership, Sendable {
+    var fireDate: MonotonicTime
+    var tolerance: Duration
+    var isValid = true
+    /// The loop's record of this timer while it is bound to a loop.
+    var record: TimerRecord?
+    /// Set when the fire date is assigned; lets the fire step see a change made in the handler (R44).
+    var rescheduled = false
+    var loop: EvRunLoop?
+    var modes: [EvRunLoop.Mode] = []
+}

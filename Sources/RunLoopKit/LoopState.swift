@@ -1,0 +1,71 @@
+/// Everything a run loop knows, guarded by ``EvRunLoop/state``.
+///
+/// Item membership is recorded twice on purpose: each item lists its own modes (under its own
+/// lock), and each mode keeps only counts and the structures a run needs — the timer heap, the
+/// sorted observers — so that nothing in a run walks all items of a mode.
+struct LoopState {
+    var modes: [EvRunLoop.Mode: ModeState]
+    /// R11: the common set; starts with the default mode, never shrinks.
+    var commonModes: Set<EvRunLoop.Mode> = [.default]
+    /// R12: items added to `.common`, in the order they were added.
+    var commonTimers: [ObjectIdentifier: EvTimer] = [:]
+    var commonSources: [ObjectIdentifier: EvSource] = [:]
+    var commonObservers: [(id: ObjectIdentifier, observer: EvObserver)] = []
+    /// Every source in any mode (for teardown's cancel callouts, R4).
+    var sources: [ObjectIdentifier: EvSource] = [:]
+    /// Signalled version-0 sources bound to this loop and not yet performed (R33, R35).
+    var signalled: [ObjectIdentifier: EvSource] = [:]
+    /// Pending perform-blocks (R54–R57).
+    var blocks = BlockQueue()
+    /// The runs in progress, innermost last (R9, R27, R58).
+    var runs: [RunFrame] = []
+    /// The deadline armed in the libev layer while the loop sleeps; `nil` while it is awake.
+    var sleepDeadline: MonotonicTime?
+    /// Tie-breaker for equal timer fire dates (see ``nextSequence()``).
+    var sequence: UInt64 = 0
+    /// Set when the owning thread exits (R4).
+    var isDead = false
+
+    init() {
+        modes = [.default: ModeState(.default)]
+    }
+
+    /// The state of `mode`, creating the mode if asked (R7).
+    mutating func modeState(_ mode: EvRunLoop.Mode) -> ModeState {
+        if let existing = modes[mode] { return existing }
+        let created = ModeState(mode)
+        modes[mode] = created
+        return created
+    }
+
+    /// R16: no sources, no timers, no pending block for it (observers do not count).
+    func isEmpty(_ mode: ModeState) -> Bool {
+        mode.sourceCount == 0 && mode.timerCount == 0
+            && !blocks.hasBlocks(for: mode.mode, isCommon: commonModes.contains(mode.mode))
+    }
+
+    /// The modes an item added to `mode` lands in: the common set for `.common` (R12).
+    func expand(_ mode: EvRunLoop.Mode) -> [EvRunLoop.Mode] {
+        mode == .common ? Array(commonModes) : [mode]
+    }
+}
+
+/// One run in progress (CF's per-run data): its mode and its own stop mark (R27).
+struct RunFrame {
+    let mode: EvRunLoop.Mode
+    var isStopped = false
+}
+
+/// The contents of one mode that a run needs.
+final class ModeState {
+    let mode: EvRunLoop.Mode
+    var sourceCount = 0
+    var timerCount = 0
+    var timers = TimerHeap()
+    /// Sorted by (order, time added) (R49).
+    var observers: [(sequence: UInt64, observer: EvObserver)] = []
+    /// Every activity some observer of this mode ever asked for: phases outside it skip the list.
+    var observedActivities: EvRunLoop.Activity = []
+
+    init(_ mode: EvRunLoop.Mode) { self.mode = mode }
+}

@@ -1,0 +1,78 @@
+extension EvRunLoop {
+    /// The name of a run-loop mode (CF: a `CFRunLoopMode` string).
+    ///
+    /// A mode comes into existence on a loop the first time an item is added to it or it is
+    /// made common (R7). ``default`` always exists; ``common`` is the pseudo-mode that stands
+    /// for every mode in the loop's common set (R11–R15) and cannot itself be run (R10).
+    public struct Mode: Hashable, Sendable, CustomStringConvertible {
+        /// The mode's name.
+        public let name: String
+
+        /// A mode named `name`.
+        ///
+        /// - Precondition: `name` is not empty.
+        public init(_ name: String) {
+            precondition(!name.isEmpty, "EvRunLoop.Mode.init: a mode name must not be empty")
+            self.name = name
+        }
+
+        /// The default mode, `kCFRunLoopDefaultMode`. Always in the common set (R11).
+        public static let `default` = Mode("kCFRunLoopDefaultMode")
+
+        /// The common-modes pseudo-mode, `kCFRunLoopCommonModes` (R12–R15).
+        public static let common = Mode("kCFRunLoopCommonModes")
+
+        public var description: String { name }
+    }
+
+    /// The phases of a run that observers can watch (CF: `CFRunLoopActivity`, same bit values).
+    public struct Activity: OptionSet, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: UInt32
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+        /// A run begins (R19).
+        public static let entry = Activity(rawValue: 1 << 0)
+        /// An iteration is about to handle timers (R20.1).
+        public static let beforeTimers = Activity(rawValue: 1 << 1)
+        /// An iteration is about to handle version-0 sources (R20.2).
+        public static let beforeSources = Activity(rawValue: 1 << 2)
+        /// The thread is about to sleep (R20.8).
+        public static let beforeWaiting = Activity(rawValue: 1 << 5)
+        /// The thread has just woken up (R20.10).
+        public static let afterWaiting = Activity(rawValue: 1 << 6)
+        /// A run ends (R19).
+        public static let exit = Activity(rawValue: 1 << 7)
+        /// Every activity.
+        public static let allActivities = Activity(rawValue: 0x0FFF_FFFF)
+
+        public var description: String {
+            let names: [(Activity, String)] = [
+                (.entry, "entry"), (.beforeTimers, "beforeTimers"), (.beforeSources, "beforeSources"),
+                (.beforeWaiting, "beforeWaiting"), (.afterWaiting, "afterWaiting"), (.exit, "exit"),
+            ]
+            let present = names.filter { contains($0.0) }.map(\.1)
+            return present.isEmpty ? "[]" : present.joined(separator: "|")
+        }
+    }
+
+    /// Why a run returned (CF: `CFRunLoopRunResult`, R24).
+    public enum RunResult: Int32, Sendable, CustomStringConvertible {
+        /// The mode had no sources or timers (R16, R18).
+        case finished = 1
+        /// ``EvRunLoop/stop()`` ended this run (R27).
+        case stopped = 2
+        /// The run's timeout passed (R24.2).
+        case timedOut = 3
+        /// A source was handled and `returnAfterSourceHandled` was requested (R24.1).
+        case handledSource = 4
+
+        public var description: String {
+            switch self {
+            case .finished: "finished"
+            case .stopped: "stopped"
+            case .timedOut: "timedOut"
+            case .handledSource: "handledSource"
+            }
+        }
+    }
+}

@@ -1,0 +1,63 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Internal time: nanoseconds of `CLOCK_MONOTONIC`, the clock the libev layer's timerfd uses.
+///
+/// Public API speaks `ContinuousClock.Instant` and `Duration`; they are converted here once,
+/// at the boundary, so the engine compares plain integers.
+struct MonotonicTime: Comparable, Hashable, Sendable {
+    var nanoseconds: Int64
+
+    /// The latest representable time: "no deadline" (R26).
+    static let distantFuture = MonotonicTime(nanoseconds: .max)
+
+    static func now() -> MonotonicTime {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return MonotonicTime(nanoseconds: Int64(ts.tv_sec) &* 1_000_000_000 &+ Int64(ts.tv_nsec))
+    }
+
+    static func < (lhs: MonotonicTime, rhs: MonotonicTime) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
+
+    /// `self + duration`, saturating at ``distantFuture`` instead of overflowing (R26, R47).
+    func adding(_ duration: Duration) -> MonotonicTime {
+        let (sum, overflow) = nanoseconds.addingReportingOverflow(duration.saturatingNanoseconds)
+        if overflow { return duration < .zero ? MonotonicTime(nanoseconds: .min) : .distantFuture }
+        return MonotonicTime(nanoseconds: sum)
+    }
+
+    func adding(nanoseconds delta: Int64) -> MonotonicTime {
+        let (sum, overflow) = nanoseconds.addingReportingOverflow(delta)
+        return overflow ? (delta < 0 ? MonotonicTime(nanoseconds: .min) : .distantFuture) : MonotonicTime(nanoseconds: sum)
+    }
+
+    // One pair of readings taken together maps ContinuousClock instants to this clock.
+    private static let reference: (instant: ContinuousClock.Instant, time: MonotonicTime) = (ContinuousClock.now, .now())
+
+    init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
+
+    init(_ instant: ContinuousClock.Instant) {
+        let reference = Self.reference
+        self = reference.time.adding(reference.instant.duration(to: instant))
+    }
+
+    var instant: ContinuousClock.Instant {
+        let reference = Self.reference
+        return reference.instant.advanced(by: .nanoseconds(nanoseconds &- reference.time.nanoseconds))
+    }
+}
+
+extension Duration {
+    /// Whole nanoseconds, saturating at `Int64.min`/`Int64.max` for durations beyond ±292 years.
+    var saturatingNanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? .min : .max }
+        let (sum, overflow2) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000)
+        if overflow2 { return seconds < 0 ? .min : .max }
+        return sum
+    }
+}

@@ -1,0 +1,59 @@
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Which loop belongs to which thread (R1–R4).
+///
+/// Each thread's loop sits in a pthread key whose destructor tears the loop down when the
+/// thread exits (R4): libev loop destroyed, descriptors closed, items released. The main
+/// thread's loop is also kept in a global so any thread can reach it (R2).
+enum ThreadRegistry {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key) { pointer in
+            guard let pointer else { return }
+            Unmanaged<EvRunLoop>.fromOpaque(pointer).takeRetainedValue().tearDown()
+        }
+        precondition(status == 0, "EvRunLoop: pthread_key_create failed (\(status))")
+        return key
+    }()
+
+    private static let mainLoop = Mutex<EvRunLoop?>(nil)
+
+    /// The calling thread's loop, if it has one (R3: asking nothing costs nothing).
+    static func existingLoop() -> EvRunLoop? {
+        guard let pointer = pthread_getspecific(key) else { return nil }
+        return Unmanaged<EvRunLoop>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    /// The calling thread's loop, created on first use (R1).
+    static func currentLoop() throws(EvRunLoopError) -> EvRunLoop {
+        if let existing = existingLoop() { return existing }
+        let loop = isMainThread ? try mainRunLoop() : try EvRunLoop(isMain: false)
+        pthread_setspecific(key, Unmanaged.passRetained(loop).toOpaque())
+        return loop
+    }
+
+    /// The main thread's loop, created by whichever thread asks first (R2).
+    static func mainRunLoop() throws(EvRunLoopError) -> EvRunLoop {
+        try mainLoop.withLock { (main: inout EvRunLoop?) throws(EvRunLoopError) -> EvRunLoop in
+            if let main { return main }
+            let created = try EvRunLoop(isMain: true)
+            main = created
+            return created
+        }
+    }
+
+    /// Whether `loop` may run on the calling thread (R5).
+    static func isOwnedByCallingThread(_ loop: EvRunLoop) -> Bool {
+        if existingLoop() === loop { return true }
+        guard loop.isMain, isMainThread else { return false }
+        _ = try? currentLoop()  // the main thread adopts the main loop made elsewhere
+        return true
+    }
+
+    static var isMainThread: Bool { EvBackend.isMainThread }
+}

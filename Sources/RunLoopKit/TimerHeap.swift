@@ -1,0 +1,109 @@
+/// A loop's own bookkeeping for one bound timer. Created when the timer is first added to the
+/// loop and dropped when it leaves the loop's last mode.
+///
+/// `@unchecked Sendable`: every mutable field is read and written only while the owning loop's
+/// lock (``EvRunLoop/state``) is held; the record is reachable from the timer's state only so that
+/// code holding both locks can find it.
+final class TimerRecord: @unchecked Sendable {
+    let timer: EvTimer
+    /// Heap entries carry the generation they were pushed with; any change of fire date or
+    /// membership bumps it, which makes every older entry stale (lazy deletion).
+    var generation: UInt64 = 0
+    /// True while the timer's handler runs (R59).
+    var isFiring = false
+
+    init(_ timer: EvTimer) { self.timer = timer }
+}
+
+/// A mode's timers ordered by fire date: a 4-ary min-heap with lazy deletion.
+///
+/// Adding is O(log n); cancelling only bumps the record's generation (O(1)) and the stale entry
+/// is dropped when it reaches the top or when stale entries outnumber live ones (``compact()``),
+/// so both stay O(log n) amortised at a million timers. Equal fire dates keep the order in which
+/// they were scheduled (a global sequence number breaks ties, as CF's insertion does).
+struct TimerHeap {
+    struct Entry {
+        let deadline: MonotonicTime
+        let sequence: UInt64
+        let generation: UInt64
+        let record: TimerRecord
+
+        var isLive: Bool { generation == record.generation }
+
+        func precedes(_ other: Entry) -> Bool {
+            deadline != other.deadline ? deadline < other.deadline : sequence < other.sequence
+        }
+    }
+
+    private var entries: [Entry] = []
+
+    var count: Int { entries.count }
+
+    /// Schedules `record` at `deadline` with its current generation.
+    mutating func push(_ record: TimerRecord, at deadline: MonotonicTime, sequence: UInt64) {
+        entries.append(Entry(deadline: deadline, sequence: sequence, generation: record.generation, record: record))
+        siftUp(entries.count - 1)
+    }
+
+    /// The earliest live entry, dropping stale ones on the way.
+    mutating func peekLive() -> Entry? {
+        while let top = entries.first {
+            if top.isLive { return top }
+            removeTop()
+        }
+        return nil
+    }
+
+    /// Removes the top entry.
+    mutating func removeTop() {
+        let last = entries.removeLast()
+        if !entries.isEmpty {
+            entries[0] = last
+            siftDown(0)
+        }
+    }
+
+    /// Drops every stale entry when they outnumber `liveCount` (amortised O(1) per cancel).
+    mutating func compactIfMostlyStale(liveCount: Int) {
+        guard entries.count > 2 * liveCount + 64 else { return }
+        entries.removeAll { !$0.isLive }
+        guard entries.count > 1 else { return }
+        for index in stride(from: (entries.count - 2) / 4, through: 0, by: -1) { siftDown(index) }
+    }
+
+    /// Drops every entry (teardown), returning the distinct live timers.
+    mutating func removeAll() -> [TimerRecord] {
+        defer { entries = [] }
+        return entries.filter(\.isLive).map(\.record)
+    }
+
+    private mutating func siftUp(_ start: Int) {
+        var child = start
+        let moving = entries[child]
+        while child > 0 {
+            let parent = (child - 1) / 4
+            guard moving.precedes(entries[parent]) else { break }
+            entries[child] = entries[parent]
+            child = parent
+        }
+        entries[child] = moving
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var parent = start
+        let moving = entries[parent]
+        let count = entries.count
+        while true {
+            let first = 4 * parent + 1
+            if first >= count { break }
+            var best = first
+            for candidate in (first + 1)..<min(first + 4, count) where entries[candidate].precedes(entries[best]) {
+                best = candidate
+            }
+            guard entries[best].precedes(moving) else { break }
+            entries[parent] = entries[best]
+            parent = best
+        }
+        entries[parent] = moving
+    }
+}

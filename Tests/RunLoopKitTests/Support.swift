@@ -1,0 +1,89 @@
+import Dispatch
+import Foundation
+import RunLoopKit
+import Synchronization
+import Testing
+
+/// A thread-safe log of what happened, in order.
+final class EventLog<Event: Sendable>: Sendable {
+    private let events = Mutex<[Event]>([])
+    init() {}
+    func append(_ event: Event) { events.withLock { $0.append(event) } }
+    var all: [Event] { events.withLock { $0 } }
+    var count: Int { events.withLock { $0.count } }
+}
+
+/// A one-shot signal between threads, with a safety-net timeout.
+final class Latch: Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+    init() {}
+    func open() { semaphore.signal() }
+    /// Waits until ``open()``; returns false if `timeout` passed first (a safety net only).
+    @discardableResult
+    func wait(timeout seconds: Double = 30) -> Bool {
+        semaphore.wait(timeout: .now() + seconds) == .success
+    }
+}
+
+/// A value set once from another thread.
+final class Box<Value: Sendable>: Sendable {
+    private let value: Mutex<Value>
+    init(_ value: Value) { self.value = Mutex(value) }
+    var get: Value { value.withLock { $0 } }
+    func set(_ newValue: Value) { value.withLock { $0 = newValue } }
+    func update<R: Sendable>(_ body: @Sendable (inout Value) -> R) -> R { value.withLock { body(&$0) } }
+}
+
+/// Runs `body` on a new thread with that thread's own run loop, waits for it, and returns its
+/// result. Every scenario gets a fresh thread, so no loop state leaks between tests; the thread
+/// exits afterwards, which also tears its loop down. The timeout is a safety net: a scenario
+/// that hangs stops the test process with a message instead of hanging CI.
+func onLoopThread<T: Sendable>(
+    timeout seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: @escaping @Sendable (EvRunLoop) -> T
+) -> T {
+    let result = Box<T?>(nil)
+    let done = Latch()
+    let thread = Thread {
+        result.set(body(EvRunLoop.current))
+        done.open()
+    }
+    thread.stackSize = 1 << 20
+    thread.start()
+    guard done.wait(timeout: seconds) else {
+        fatalError("loop thread did not finish within \(seconds) s (\(sourceLocation))")
+    }
+    return result.get!
+}
+
+/// Starts a thread that runs `body` with its loop and returns the loop once it exists; `finished`
+/// opens when the thread has exited its body.
+func startLoopThread(_ body: @escaping @Sendable (EvRunLoop) -> Void) -> (loop: EvRunLoop, finished: Latch) {
+    let loop = Box<EvRunLoop?>(nil)
+    let ready = Latch()
+    let finished = Latch()
+    let thread = Thread {
+        loop.set(EvRunLoop.current)
+        ready.open()
+        body(EvRunLoop.current)
+        finished.open()
+    }
+    thread.start()
+    precondition(ready.wait(), "loop thread did not start")
+    return (loop.get!, finished)
+}
+
+/// An observer that logs every activity it sees, with the mode running at the time.
+func activityRecorder(_ log: EventLog<EvRunLoop.Activity>, activities: EvRunLoop.Activity = .allActivities) -> EvObserver {
+    EvObserver(activities: activities) { _, activity in log.append(activity) }
+}
+
+/// A timer that never fires during a test; it only keeps a mode from being empty.
+func keepAliveTimer() -> EvTimer {
+    EvTimer(after: .seconds(3600)) { _ in }
+}
+
+/// Number of open file descriptors of this process.
+func openFileDescriptorCount() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+}
