@@ -13,6 +13,7 @@
 
 typedef void (*clibev_io_cb)(struct ev_loop *loop, ev_io *w, int revents);
 typedef void (*clibev_async_cb)(struct ev_loop *loop, ev_async *w, int revents);
+typedef void (*clibev_signal_cb)(struct ev_loop *loop, ev_signal *w, int revents);
 typedef void (*clibev_timer_cb)(struct ev_loop *loop, ev_timer *w, int revents);
 
 static inline void clibev_io_init(ev_io *w, clibev_io_cb cb, int fd, int events) {
@@ -20,6 +21,9 @@ static inline void clibev_io_init(ev_io *w, clibev_io_cb cb, int fd, int events)
 }
 static inline void clibev_io_set(ev_io *w, int fd, int events) { ev_io_set(w, fd, events); }
 static inline void clibev_async_init(ev_async *w, clibev_async_cb cb) { ev_async_init(w, cb); }
+static inline void clibev_signal_init(ev_signal *w, clibev_signal_cb cb, int signum) {
+    ev_signal_init(w, cb, signum);
+}
 static inline void clibev_timer_init(ev_timer *w, clibev_timer_cb cb, double after, double repeat) {
     ev_timer_init(w, cb, after, repeat);
 }

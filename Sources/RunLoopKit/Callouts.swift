@@ -27,6 +27,12 @@ enum Callout {
         observer.handler(observer, activity)
     }
 
+    /// Returns whether the source is still ready (a port with more messages).
+    @inline(never)
+    static func version1Source(_ core: EvSource1Core, _ events: Int32) -> Bool {
+        core.perform(core, events)
+    }
+
     @inline(never)
     static func block(_ block: @Sendable () -> Void) {
         block()

@@ -12,6 +12,8 @@ struct WakeReasons: OptionSet, Sendable {
     static let wakeUp = WakeReasons(rawValue: 1 << 0)
     /// The deadline passed (the timerfd became readable).
     static let deadline = WakeReasons(rawValue: 1 << 1)
+    /// A watcher of a version-1 source reported readiness (see ``EvBackend/takeReady()``).
+    static let watcher = WakeReasons(rawValue: 1 << 2)
 }
 
 /// The libev layer: the one type that touches libev (architecture.md "Only the files that wrap
@@ -27,13 +29,18 @@ struct WakeReasons: OptionSet, Sendable {
 /// ``wakeUp()`` and ``setDeadline(_:)`` may be called from any thread, but the caller serialises
 /// them against ``destroy()`` (EvRunLoop holds its lock around them).
 final class EvBackend {
-    private let loop: OpaquePointer
+    let loop: OpaquePointer
     private let async: UnsafeMutablePointer<ev_async>
     private let deadlineWatcher: UnsafeMutablePointer<ev_io>
     private let timerFD: Int32
     /// Set by the watcher callbacks during `ev_run`; read and cleared by `wait`.
-    private let reasons: UnsafeMutablePointer<UInt32>
+    let reasons: UnsafeMutablePointer<UInt32>
     private var destroyed = false
+    /// Watchers of version-1 sources, by token (see EvBackend+Watchers.swift).
+    var watchers: [Int: Watcher] = [:]
+    var nextWatcherToken = 0
+    /// Tokens whose watchers fired during the last wait, with what fired.
+    var ready: [(token: Int, events: Int32)] = []
 
     /// Creates the libev loop and its watchers.
     ///
@@ -63,6 +70,7 @@ final class EvBackend {
         clibev_set_data(async, reasons)
         ev_async_start(loop, async)
 
+        ev_set_userdata(loop, Unmanaged.passUnretained(self).toOpaque())
         clibev_io_init(deadlineWatcher, { _, watcher, _ in
             guard let watcher else { return }
             var expirations: UInt64 = 0
@@ -114,6 +122,7 @@ final class EvBackend {
     func destroy() {
         guard !destroyed else { return }
         destroyed = true
+        for token in Array(watchers.keys) { removeWatcher(token) }
         ev_io_stop(loop, deadlineWatcher)
         ev_async_stop(loop, async)
         ev_loop_destroy(loop)

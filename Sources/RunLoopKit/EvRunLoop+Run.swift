@@ -52,13 +52,14 @@ extension EvRunLoop {
             notifyObservers(.beforeTimers, in: run.mode)
             notifyObservers(.beforeSources, in: run.mode)
             performBlocks(in: run.mode)
-            let handledSource = performSignalledSources(in: run.mode, stopAfterOne: run.returnAfterSourceHandled)
+            var handledSource = performSignalledSources(in: run.mode, stopAfterOne: run.returnAfterSourceHandled)
             if handledSource { performBlocks(in: run.mode) }
             let poll = handledSource || run.pollOnly
             if !poll { notifyObservers(.beforeWaiting, in: run.mode) }
             sleep(run, poll: poll)
             if !poll { notifyObservers(.afterWaiting, in: run.mode) }
             fireDueTimers(in: run.mode)
+            if handleOneVersion1Source(in: run.mode) { handledSource = true }
             performBlocks(in: run.mode)
             if let result = result(of: run, handledSource: handledSource) { return result }
         }
@@ -67,19 +68,24 @@ extension EvRunLoop {
     /// R20.9, R22: sleeps until the earliest of the mode's next timer and the run's deadline,
     /// a wake-up or a stop; with `poll`, only looks.
     private func sleep(_ run: RunContext, poll: Bool) {
-        if poll {
-            _ = backend.value.wait(poll: true)
-            return
-        }
-        state.withLock { state in
+        let mustNotBlock: Bool = state.withLock { state in
+            syncWatchers(for: run.mode, &state)
+            // A ready version-1 source (a port with messages) is like a kernel event already there.
+            if poll || hasReadySource1(in: run.mode, &state) { return true }
             let deadline = min(nextTimerDate(in: run.mode, &state), run.deadline)
             state.sleepDeadline = deadline
             backend.value.setDeadline(deadline)
+            return false
         }
-        waiting.store(true, ordering: .releasing)
-        _ = backend.value.wait(poll: false)
-        waiting.store(false, ordering: .releasing)
-        state.withLock { $0.sleepDeadline = nil }
+        if mustNotBlock {
+            _ = backend.value.wait(poll: true)
+        } else {
+            waiting.store(true, ordering: .releasing)
+            _ = backend.value.wait(poll: false)
+            waiting.store(false, ordering: .releasing)
+            state.withLock { $0.sleepDeadline = nil }
+        }
+        collectReadiness()
     }
 
     /// R24: the first result that holds after an iteration, or `nil` to go on.

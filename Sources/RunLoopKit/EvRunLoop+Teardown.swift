@@ -11,6 +11,18 @@ extension EvRunLoop {
                 sourceState.loop = nil
             }
         }
+        var orphans: [EvSource1Core] = []
+        for core in state.source1s.values {
+            core.state.withLock { sourceState in
+                guard sourceState.loop === self else { return }
+                if case .signal(let signal) = core.kind { SignalOwnership.release(signal, for: self) }
+                sourceState.modes = []
+                sourceState.loop = nil
+                sourceState.pendingEvents = 0
+                orphans.append(core)
+            }
+        }
+        for core in orphans { core.orphaned() }
         var timers = Array(state.commonTimers.values)
         var observers = state.commonObservers.map(\.observer)
         for modeState in state.modes.values {

@@ -13,6 +13,14 @@ struct LoopState {
     var commonObservers: [(id: ObjectIdentifier, observer: EvObserver)] = []
     /// Every source in any mode (for teardown's cancel callouts, R4).
     var sources: [ObjectIdentifier: EvSource] = [:]
+    /// Version-1 sources: all bound ones, those added to `.common`, and those ready but not yet
+    /// handled (R37, R38).
+    var source1s: [ObjectIdentifier: EvSource1Core] = [:]
+    var commonSource1s: [ObjectIdentifier: EvSource1Core] = [:]
+    var readySource1s: [ObjectIdentifier: EvSource1Core] = [:]
+    var readySequence: UInt64 = 0
+    /// The libev watchers of version-1 sources, kept in step with the running mode (loop thread).
+    var watches = WatchSet()
     /// Signalled version-0 sources bound to this loop and not yet performed (R33, R35).
     var signalled: [ObjectIdentifier: EvSource] = [:]
     /// Pending perform-blocks (R54–R57).
@@ -62,6 +70,8 @@ final class ModeState {
     var sourceCount = 0
     var timerCount = 0
     var timers = TimerHeap()
+    /// The version-1 sources of this mode that need a libev watcher while it runs (R37).
+    var watchedSources: [ObjectIdentifier: EvSource1Core] = [:]
     /// Sorted by (order, time added) (R49).
     var observers: [(sequence: UInt64, observer: EvObserver)] = []
     /// Every activity some observer of this mode ever asked for: phases outside it skip the list.

@@ -34,26 +34,41 @@ final class Box<Value: Sendable>: Sendable {
     func update<R: Sendable>(_ body: @Sendable (inout Value) -> R) -> R { value.withLock { body(&$0) } }
 }
 
-/// Runs `body` on a new thread with that thread's own run loop, waits for it, and returns its
-/// result. Every scenario gets a fresh thread, so no loop state leaks between tests; the thread
-/// exits afterwards, which also tears its loop down. The timeout is a safety net: a scenario
-/// that hangs stops the test process with a message instead of hanging CI.
+/// Runs `body` on a new thread with that thread's own run loop, joins the thread, and returns
+/// `body`'s result. Every scenario gets a fresh thread, so no loop state leaks between tests; the
+/// thread has exited (and its loop has been torn down, R4) when this returns. The timeout is a
+/// safety net: a scenario that hangs stops the test process with a message instead of hanging CI.
 func onLoopThread<T: Sendable>(
     timeout seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation,
     _ body: @escaping @Sendable (EvRunLoop) -> T
 ) -> T {
     let result = Box<T?>(nil)
     let done = Latch()
-    let thread = Thread {
+    let thread = spawnThread {
         result.set(body(EvRunLoop.current))
         done.open()
     }
-    thread.stackSize = 1 << 20
-    thread.start()
     guard done.wait(timeout: seconds) else {
         fatalError("loop thread did not finish within \(seconds) s (\(sourceLocation))")
     }
+    pthread_join(thread, nil)
     return result.get!
+}
+
+/// Starts a joinable POSIX thread running `body`.
+func spawnThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
+    final class Work: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    var thread = pthread_t()
+    let context = Unmanaged.passRetained(Work(body)).toOpaque()
+    let status = pthread_create(&thread, nil, { context in
+        Unmanaged<Work>.fromOpaque(context!).takeRetainedValue().body()
+        return nil
+    }, context)
+    precondition(status == 0, "pthread_create failed: \(status)")
+    return thread
 }
 
 /// Starts a thread that runs `body` with its loop and returns the loop once it exists; `finished`

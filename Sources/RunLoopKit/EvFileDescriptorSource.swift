@@ -1,0 +1,63 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A version-1 source for readiness of a caller's file descriptor (CF's source1 on an fd).
+///
+/// The descriptor is watched only while one of the source's modes runs (R37); the handler runs
+/// on the loop's thread with what fired. The source does not own the descriptor: close it after
+/// removing or invalidating the source. Closing it while watched is survivable: the handler is
+/// called once with ``Readiness/error`` and the source invalidates itself, so the loop never
+/// spins on a dead descriptor.
+public final class EvFileDescriptorSource: EvVersion1Source {
+    /// What a descriptor is ready for.
+    public struct Readiness: OptionSet, Sendable, Hashable {
+        public let rawValue: Int32
+        public init(rawValue: Int32) { self.rawValue = rawValue }
+        /// Reading will not block.
+        public static let readable = Readiness(rawValue: EvBackend.readable)
+        /// Writing will not block.
+        public static let writable = Readiness(rawValue: EvBackend.writable)
+        /// The descriptor failed (closed while watched, say); the source is then invalidated.
+        public static let error = Readiness(rawValue: EvBackend.failed)
+    }
+
+    /// The watched descriptor.
+    public let fileDescriptor: Int32
+    /// The readiness watched for.
+    public let events: Readiness
+    public let source1Core: EvSource1Core
+
+    /// A source for `fileDescriptor` becoming ready for `events`.
+    ///
+    /// - Parameters:
+    ///   - order: kept for CF parity; ready version-1 sources are handled first come, first served.
+    ///   - handler: runs on the loop's thread with the readiness that fired.
+    /// - Throws: ``EvSourceError/badFileDescriptor(_:)`` if the descriptor is negative or not open.
+    /// - Precondition: `events` holds ``Readiness/readable`` and/or ``Readiness/writable``.
+    public init(
+        fileDescriptor: Int32, events: Readiness, order: Int = 0,
+        handler: @escaping @Sendable (Readiness) -> Void
+    ) throws(EvSourceError) {
+        precondition(
+            !events.intersection([.readable, .writable]).isEmpty,
+            "EvFileDescriptorSource.init: events must contain .readable and/or .writable")
+        guard fileDescriptor >= 0, fcntl(fileDescriptor, F_GETFD) != -1 else { throw .badFileDescriptor(fileDescriptor) }
+        self.fileDescriptor = fileDescriptor
+        self.events = events.intersection([.readable, .writable])
+        source1Core = EvSource1Core(kind: .fileDescriptor(fileDescriptor, events: self.events.rawValue), order: order) { core, events in
+            let readiness = Readiness(rawValue: events)
+            handler(readiness)
+            if readiness.contains(.error) { core.invalidate() }
+            return false
+        }
+    }
+
+    /// Whether the source can still fire.
+    public var isValid: Bool { source1Core.isValid }
+
+    /// Stops watching at once and for good; removes the source from every mode. Safe from any thread.
+    public func invalidate() { source1Core.invalidate() }
+}

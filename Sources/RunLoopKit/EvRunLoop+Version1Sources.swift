@@ -1,0 +1,172 @@
+import Synchronization
+
+extension EvRunLoop {
+    /// Adds a version-1 source to `mode`, or to every common mode for ``Mode/common`` (R12).
+    /// It is watched while one of its modes runs (R37). Safe from any thread.
+    ///
+    /// - Precondition: the source is not in another run loop; for an ``EvSignalSource``, no
+    ///   other run loop watches the same signal.
+    public func add(_ source: any EvVersion1Source, forMode mode: Mode) {
+        let core = source.source1Core
+        let onOwnThread = ThreadRegistry.existingLoop() === self
+        let added: Bool = state.withLock { state in
+            guard !state.isDead, core.isValid else { return false }
+            if mode == .common, state.commonSource1s.updateValue(core, forKey: ObjectIdentifier(core)) != nil { return false }
+            attach(core, to: state.expand(mode), &state)
+            if onOwnThread { startSignalWatchers(&state) }
+            return true
+        }
+        if added && !onOwnThread { wakeUp() }  // the loop's thread starts the watcher
+    }
+
+    /// Removes a version-1 source from `mode` (for ``Mode/common``, from the common items and every
+    /// common mode, R14). No handler of it runs for this mode afterwards. Safe from any thread.
+    public func remove(_ source: any EvVersion1Source, forMode mode: Mode) {
+        let core = source.source1Core
+        state.withLock { state in
+            let wasCommon = mode == .common && state.commonSource1s.removeValue(forKey: ObjectIdentifier(core)) != nil
+            guard mode != .common || wasCommon else { return }
+            core.state.withLock { sourceState in
+                guard sourceState.loop === self else { return }
+                detach(core, from: state.expand(mode), &state, &sourceState)
+            }
+        }
+    }
+
+    /// Whether a version-1 source is in `mode` of this loop; for ``Mode/common``, whether it was
+    /// added to the common items.
+    public func contains(_ source: any EvVersion1Source, forMode mode: Mode) -> Bool {
+        let core = source.source1Core
+        return state.withLock { state in
+            if mode == .common { return state.commonSource1s[ObjectIdentifier(core)] != nil }
+            return core.state.withLock { $0.loop === self && $0.modes.contains(mode) }
+        }
+    }
+
+    func attach(_ core: EvSource1Core, to modes: [Mode], _ state: inout LoopState) {
+        core.state.withLock { sourceState in
+            guard sourceState.isValid else { return }
+            precondition(
+                sourceState.loop == nil || sourceState.loop === self,
+                "EvRunLoop.add(_:forMode:): this version-1 source is already scheduled in another run loop")
+            let joining = modes.filter { !sourceState.modes.contains($0) }
+            guard !joining.isEmpty else { return }
+            let id = ObjectIdentifier(core)
+            if sourceState.loop == nil, case .signal(let signal) = core.kind {
+                SignalOwnership.claim(signal, for: self)
+            }
+            sourceState.loop = self
+            sourceState.modes += joining
+            state.source1s[id] = core
+            for mode in joining {
+                let modeState = state.modeState(mode)
+                modeState.sourceCount += 1
+                if case .fileDescriptor = core.kind { modeState.watchedSources[id] = core }
+            }
+            state.watches.syncedMode = nil
+            if core.hasPendingWork() { markReady(core, events: EvBackend.readable, &state, &sourceState) }
+        }
+    }
+
+    func detach(_ core: EvSource1Core, from modes: [Mode], _ state: inout LoopState, _ sourceState: inout Source1State) {
+        let leaving = modes.filter { sourceState.modes.contains($0) }
+        guard !leaving.isEmpty else { return }
+        let id = ObjectIdentifier(core)
+        sourceState.modes.removeAll { leaving.contains($0) }
+        for mode in leaving {
+            state.modes[mode]?.sourceCount -= 1
+            state.modes[mode]?.watchedSources.removeValue(forKey: id)
+        }
+        state.watches.syncedMode = nil
+        if sourceState.modes.isEmpty, state.commonSource1s[id] == nil {
+            if case .signal(let signal) = core.kind { SignalOwnership.release(signal, for: self) }
+            sourceState.loop = nil
+            sourceState.pendingEvents = 0
+            state.source1s.removeValue(forKey: id)
+            state.readySource1s.removeValue(forKey: id)
+        }
+    }
+
+    func detachEverywhere(_ core: EvSource1Core, _ state: inout LoopState, _ sourceState: inout Source1State) {
+        state.commonSource1s.removeValue(forKey: ObjectIdentifier(core))
+        detach(core, from: sourceState.modes, &state, &sourceState)
+    }
+
+    /// Records readiness of a bound source and wakes the loop (any thread; a port's send).
+    func markReady(_ core: EvSource1Core, events: Int32) {
+        state.withLock { state in markReady(core, events: events, &state) }
+        wakeUp()
+    }
+
+    func markReady(_ core: EvSource1Core, events: Int32, _ state: inout LoopState) {
+        core.state.withLock { sourceState in
+            guard sourceState.loop === self else { return }
+            markReady(core, events: events, &state, &sourceState)
+        }
+    }
+
+    private func markReady(_ core: EvSource1Core, events: Int32, _ state: inout LoopState, _ sourceState: inout Source1State) {
+        guard sourceState.isValid else { return }
+        if sourceState.pendingEvents == 0 {
+            state.readySequence &+= 1
+            sourceState.readySequence = state.readySequence
+        }
+        sourceState.pendingEvents |= events
+        state.readySource1s[ObjectIdentifier(core)] = core
+    }
+
+    /// Whether a version-1 source of `mode` is ready, so the next wait must not block.
+    func hasReadySource1(in mode: Mode, _ state: inout LoopState) -> Bool {
+        state.readySource1s.values.contains { core in core.state.withLock { $0.modes.contains(mode) } }
+    }
+
+    /// R38: handles at most one ready version-1 source of `mode`, the one ready longest.
+    func handleOneVersion1Source(in mode: Mode) -> Bool {
+        let picked: (EvSource1Core, Int32)? = state.withLock { state in
+            guard !state.readySource1s.isEmpty else { return nil }
+            var best: (core: EvSource1Core, sequence: UInt64)?
+            for core in state.readySource1s.values {
+                let sequence: UInt64? = core.state.withLock { $0.isValid && $0.modes.contains(mode) ? $0.readySequence : nil }
+                if let sequence, sequence < best?.sequence ?? .max { best = (core, sequence) }
+            }
+            guard let core = best?.core else { return nil }
+            state.readySource1s.removeValue(forKey: ObjectIdentifier(core))
+            let events = core.state.withLock { sourceState in
+                defer { sourceState.pendingEvents = 0 }
+                return sourceState.pendingEvents
+            }
+            return (core, events)
+        }
+        guard let (core, events) = picked else { return false }
+        if Callout.version1Source(core, events) {
+            state.withLock { state in markReady(core, events: events, &state) }
+        }
+        return true
+    }
+}
+
+/// libev lets one loop at a time watch a given signal; this remembers which.
+enum SignalOwnership {
+    private static let owners = Mutex<[Int32: (loop: ObjectIdentifier, count: Int)]>([:])
+
+    static func claim(_ signal: Int32, for loop: EvRunLoop) {
+        owners.withLock { owners in
+            let id = ObjectIdentifier(loop)
+            if let owner = owners[signal] {
+                precondition(
+                    owner.loop == id,
+                    "EvRunLoop.add(_:forMode:): signal \(signal) is already watched by another run loop; a signal can be watched by one loop at a time")
+                owners[signal]!.count += 1
+            } else {
+                owners[signal] = (id, 1)
+            }
+        }
+    }
+
+    static func release(_ signal: Int32, for loop: EvRunLoop) {
+        owners.withLock { owners in
+            guard let owner = owners[signal], owner.loop == ObjectIdentifier(loop) else { return }
+            owners[signal] = owner.count > 1 ? (owner.loop, owner.count - 1) : nil
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import Synchronization
+
+/// A version-1 source: one the kernel wakes the loop for by itself (CF's source1; a file
+/// descriptor, a Unix signal or a message port on Linux). Add it with
+/// ``EvRunLoop/add(_:forMode:)-(any EvVersion1Source,_)``.
+///
+/// Rules: it is watched only while one of its modes runs, and readiness that arrives meanwhile
+/// waits (R37); at most one version-1 source is handled per iteration and it counts as a handled
+/// source for `returnAfterSourceHandled` (R38); like any source it keeps its modes from being
+/// empty (R16). Conforming types are RunLoopKit's own: ``EvFileDescriptorSource``,
+/// ``EvMessagePort`` and ``EvSignalSource``.
+public protocol EvVersion1Source: AnyObject, Sendable {
+    /// The engine part of the source. Opaque; provided by RunLoopKit's source types.
+    var source1Core: EvSource1Core { get }
+}
+
+/// The engine part shared by every version-1 source. Opaque to users.
+public final class EvSource1Core: Sendable {
+    enum Kind: Sendable, Equatable {
+        case fileDescriptor(Int32, events: Int32)
+        case signal(Int32)
+        case port
+    }
+
+    let kind: Kind
+    let order: Int
+    /// Handles one readiness on the loop's thread; returns whether the source is still ready
+    /// (a port with more messages queued).
+    let perform: @Sendable (_ core: EvSource1Core, _ events: Int32) -> Bool
+    /// Told when the source's loop goes away with its thread (a port then refuses messages).
+    let orphaned: @Sendable () -> Void
+    /// Whether work is already waiting when the source joins a loop (a port's queued messages).
+    let hasPendingWork: @Sendable () -> Bool
+    let state = Mutex(Source1State())
+
+    init(
+        kind: Kind, order: Int, perform: @escaping @Sendable (EvSource1Core, Int32) -> Bool,
+        orphaned: @escaping @Sendable () -> Void = {}, hasPendingWork: @escaping @Sendable () -> Bool = { false }
+    ) {
+        self.kind = kind
+        self.order = order
+        self.perform = perform
+        self.orphaned = orphaned
+        self.hasPendingWork = hasPendingWork
+    }
+
+    var isValid: Bool { state.withLock { $0.isValid } }
+
+    /// Removes the source from every mode of its loop and disables it for good.
+    func invalidate() {
+        withItemAndLoopLocked(
+            state,
+            bound: { loop, loopState, source in
+                loop.detachEverywhere(self, &loopState, &source)
+                source.isValid = false
+            },
+            unbound: { $0.isValid = false })
+    }
+}
+
+/// A version-1 source's mutable part, guarded by ``EvSource1Core/state``.
+struct Source1State: ItemMembership, Sendable {
+    var isValid = true
+    var loop: EvRunLoop?
+    var modes: [EvRunLoop.Mode] = []
+    /// Readiness not handled yet (libev's event bits; ports use ``EvBackend/readable``).
+    var pendingEvents: Int32 = 0
+    /// When it became ready, so ready sources are handled first come, first served.
+    var readySequence: UInt64 = 0
+}
+
+/// Failures of version-1 sources.
+public enum EvSourceError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The file descriptor is negative or not open.
+    case badFileDescriptor(Int32)
+    /// The signal number is out of range, or a signal that cannot be caught (SIGKILL, SIGSTOP).
+    case invalidSignal(Int32)
+    /// The port was invalidated; the message was not queued.
+    case portInvalidated
+    /// The thread of the port's run loop has exited; the message was not queued.
+    case loopExited
+
+    public var description: String {
+        switch self {
+        case .badFileDescriptor(let fd): "EvFileDescriptorSource: file descriptor \(fd) is not open"
+        case .invalidSignal(let signal): "EvSignalSource: signal \(signal) cannot be watched (valid: 1...64 except SIGKILL and SIGSTOP)"
+        case .portInvalidated: "EvMessagePort.send: the port was invalidated"
+        case .loopExited: "EvMessagePort.send: the thread of the port's run loop has exited"
+        }
+    }
+}

@@ -1,0 +1,75 @@
+/// Which libev watchers exist for a loop's version-1 sources and which run now.
+///
+/// A file-descriptor source is watched only while one of its modes runs (R37); a signal source
+/// is watched for as long as it is in the loop, so the process's signal disposition does not
+/// flicker with the running mode. Changes made from other threads only mark the set stale; the
+/// loop's thread brings the watchers in step before it next waits (libev is not thread-safe).
+struct WatchSet {
+    /// Backend watcher token per source, and the source per token.
+    var tokens: [ObjectIdentifier: Int] = [:]
+    var owners: [Int: EvSource1Core] = [:]
+    var started: Set<ObjectIdentifier> = []
+    /// The mode the started watchers belong to; `nil` forces a resync.
+    var syncedMode: EvRunLoop.Mode?
+}
+
+extension EvRunLoop {
+    /// Starts the watchers of `mode`'s sources and stops the others (loop thread, lock held).
+    func syncWatchers(for mode: Mode, _ state: inout LoopState) {
+        guard state.watches.syncedMode != mode else { return }
+        let backend = backend.value
+        var wanted = state.modes[mode]?.watchedSources ?? [:]
+        for (id, source) in state.source1s {
+            if case .signal = source.kind { wanted[id] = source }
+        }
+        for id in state.watches.started where wanted[id] == nil {
+            if let token = state.watches.tokens[id] { backend.stopWatcher(token) }
+            state.watches.started.remove(id)
+        }
+        for (id, token) in state.watches.tokens where state.source1s[id] == nil {
+            backend.removeWatcher(token)
+            state.watches.tokens.removeValue(forKey: id)
+            state.watches.owners.removeValue(forKey: token)
+        }
+        for (id, source) in wanted where !state.watches.started.contains(id) {
+            startWatcher(id, source, &state)
+        }
+        state.watches.syncedMode = mode
+    }
+
+    /// Starts the watchers of signal sources at once (loop thread), so a signal sent right after
+    /// ``add(_:forMode:)-(any EvVersion1Source,_)`` returns is caught, not fatal.
+    func startSignalWatchers(_ state: inout LoopState) {
+        for (id, source) in state.source1s where !state.watches.started.contains(id) {
+            if case .signal = source.kind { startWatcher(id, source, &state) }
+        }
+    }
+
+    private func startWatcher(_ id: ObjectIdentifier, _ source: EvSource1Core, _ state: inout LoopState) {
+        let token = state.watches.tokens[id] ?? makeWatcher(for: source, backend.value)
+        state.watches.tokens[id] = token
+        state.watches.owners[token] = source
+        backend.value.startWatcher(token)
+        state.watches.started.insert(id)
+    }
+
+    private func makeWatcher(for source: EvSource1Core, _ backend: EvBackend) -> Int {
+        switch source.kind {
+        case .fileDescriptor(let fd, let events): backend.addIOWatcher(fd: fd, events: events)
+        case .signal(let signal): backend.addSignalWatcher(signal: signal)
+        case .port: preconditionFailure("ports have no watcher")
+        }
+    }
+
+    /// Moves what the watchers reported during the last wait into the ready set (loop thread).
+    func collectReadiness() {
+        let fired = backend.value.takeReady()
+        guard !fired.isEmpty else { return }
+        state.withLock { state in
+            for (token, events) in fired {
+                guard let source = state.watches.owners[token] else { continue }
+                markReady(source, events: events, &state)
+            }
+        }
+    }
+}

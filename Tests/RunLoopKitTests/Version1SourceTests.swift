@@ -1,0 +1,189 @@
+import Foundation
+import RunLoopKit
+import Testing
+
+@Suite struct FileDescriptorSourceTests {
+    /// A pipe whose ends are closed when the test is done.
+    private struct Pipe: Sendable {
+        let readEnd: Int32
+        let writeEnd: Int32
+        init() {
+            var fds: [Int32] = [0, 0]
+            precondition(pipe(&fds) == 0)
+            (readEnd, writeEnd) = (fds[0], fds[1])
+        }
+        func write(_ byte: UInt8 = 1) { var byte = byte; precondition(Foundation.write(writeEnd, &byte, 1) == 1) }
+        func drain() { var buffer = [UInt8](repeating: 0, count: 64); _ = read(readEnd, &buffer, 64) }
+        func close() { Foundation.close(readEnd); Foundation.close(writeEnd) }
+    }
+
+    @Test func readableFiresOnlyInItsMode() throws {
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let events = EventLog<String>()
+        let source = try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { readiness in
+            events.append(readiness.contains(.readable) ? "readable" : "other")
+            pipe.drain()
+        }
+        let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
+            let tracking = EvRunLoop.Mode("tracking")
+            loop.add(source, forMode: .default)
+            loop.add(keepAliveTimer(), forMode: tracking)
+            pipe.write()
+            // The fd is ready, but its mode is not running: nothing is handled (R37).
+            let inTracking = loop.run(mode: tracking, timeout: .zero)
+            let countInTracking = events.count
+            let inDefault = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            return [inTracking, countInTracking == 0 ? .finished : .stopped, inDefault]
+        }
+        #expect(results == [.timedOut, .finished, .handledSource])
+        #expect(events.all == ["readable"])
+    }
+
+    @Test func removedSourceIsNotWatched() throws {
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let events = EventLog<Int>()
+        let source = try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { _ in events.append(1) }
+        let result = onLoopThread { loop -> EvRunLoop.RunResult in
+            loop.add(source, forMode: .default)
+            loop.add(keepAliveTimer(), forMode: .default)
+            loop.remove(source, forMode: .default)
+            pipe.write()
+            return loop.run(mode: .default, timeout: .zero)
+        }
+        #expect(result == .timedOut)
+        #expect(events.count == 0)
+    }
+
+    @Test func closingTheDescriptorWhileWatchedReportsAnErrorOnce() throws {
+        var pipeEnds: [Int32] = [0, 0]
+        #expect(pipe(&pipeEnds) == 0)
+        let fds = pipeEnds
+        let events = EventLog<EvFileDescriptorSource.Readiness>()
+        let source = try EvFileDescriptorSource(fileDescriptor: fds[0], events: .readable) { events.append($0) }
+        let result = onLoopThread { loop -> EvRunLoop.RunResult in
+            loop.add(source, forMode: .default)
+            // The write end closing makes the read end readable (EOF): the handler sees it once per
+            // readiness; then the read end is closed while watched and the source leaves the loop.
+            close(fds[1])
+            _ = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            source.invalidate()
+            close(fds[0])
+            return loop.run(mode: .default, timeout: .zero)
+        }
+        #expect(result == .finished)
+        #expect(events.count == 1)
+        #expect(!source.isValid)
+    }
+
+    @Test func badDescriptorsThrow() {
+        #expect(throws: EvSourceError.badFileDescriptor(-1)) {
+            try EvFileDescriptorSource(fileDescriptor: -1, events: .readable) { _ in }
+        }
+        #expect(throws: EvSourceError.badFileDescriptor(9_999)) {
+            try EvFileDescriptorSource(fileDescriptor: 9_999, events: .readable) { _ in }
+        }
+    }
+}
+
+@Suite struct MessagePortTests {
+    @Test func twoSendersTenThousandEachArriveInOrderWithoutLossOrDuplicates() {
+        let perSender = 10_000
+        let received = EventLog<(sender: Int, index: Int)>()
+        let port = EvMessagePort<(sender: Int, index: Int)> { received.append($0) }
+        let done = Latch()
+        let result = onLoopThread(timeout: 120) { loop -> EvRunLoop.RunResult in
+            let stopper = EvMessagePort<Void> { loop.stop() }
+            loop.add(port, forMode: .default)
+            loop.add(stopper, forMode: .default)
+            let senders = (0..<2).map { sender in
+                Thread {
+                    for index in 0..<perSender { try! port.send((sender, index)) }
+                    done.open()
+                }
+            }
+            senders.forEach { $0.start() }
+            let finisher = Thread {
+                done.wait(); done.wait()
+                while port.pendingCount > 0 { sched_yield() }
+                try! stopper.send(())
+            }
+            finisher.start()
+            return loop.run(mode: .default)
+        }
+        #expect(result == .stopped)
+        let all = received.all
+        #expect(all.count == 2 * perSender)
+        for sender in 0..<2 {
+            #expect(all.filter { $0.sender == sender }.map(\.index) == Array(0..<perSender))
+        }
+    }
+
+    @Test func messagesWaitWhileThePortsModeIsNotRunning() {
+        let received = EventLog<Int>()
+        let port = EvMessagePort<Int> { received.append($0) }
+        let counts = onLoopThread { loop -> [Int] in
+            let tracking = EvRunLoop.Mode("tracking")
+            try! port.send(1)  // before the port is in any loop: it waits
+            loop.add(port, forMode: .default)
+            loop.add(keepAliveTimer(), forMode: tracking)
+            try! port.send(2)
+            _ = loop.run(mode: tracking, timeout: .zero)
+            let whileTracking = received.count
+            _ = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            let afterOne = received.count
+            _ = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            return [whileTracking, afterOne, received.count]
+        }
+        #expect(counts == [0, 1, 2])  // one message per iteration (R38)
+        #expect(received.all == [1, 2])
+    }
+
+    @Test func anEmptyPortKeepsItsModeAlive() {
+        let port = EvMessagePort<Int> { _ in }
+        let result = onLoopThread { loop in
+            loop.add(port, forMode: .default)
+            return loop.run(mode: .default, timeout: .zero)
+        }
+        #expect(result == .timedOut)
+    }
+
+    @Test func sendingAfterInvalidateOrAfterTheLoopsThreadExitedThrows() {
+        let invalidated = EvMessagePort<Int> { _ in }
+        invalidated.invalidate()
+        #expect(throws: EvSourceError.portInvalidated) { try invalidated.send(1) }
+
+        let orphan = EvMessagePort<Int> { _ in }
+        onLoopThread { loop in loop.add(orphan, forMode: .default) }
+        #expect(throws: EvSourceError.loopExited) { try orphan.send(1) }
+    }
+}
+
+@Suite struct SignalSourceTests {
+    @Test func sigusr1IsDeliveredOnTheLoopsThread() throws {
+        let deliveredOn = Box<pthread_t?>(nil)
+        let (loopThread, result) = onLoopThread { loop -> (pthread_t, EvRunLoop.RunResult) in
+            let source = try! EvSignalSource(signal: SIGUSR1) {
+                deliveredOn.set(pthread_self())
+                EvRunLoop.current.stop()
+            }
+            loop.add(source, forMode: .default)
+            // Sent from inside the run, once the signal source is watched.
+            let trigger = EvSource { kill(getpid(), SIGUSR1) }
+            loop.add(trigger, forMode: .default)
+            trigger.signal()
+            let result = loop.run(mode: .default, timeout: .seconds(30))
+            source.invalidate()
+            return (pthread_self(), result)
+        }
+        #expect(result == .stopped)
+        #expect(deliveredOn.get.map { pthread_equal($0, loopThread) != 0 } == true)
+    }
+
+    @Test func outOfRangeSignalsThrow() {
+        for bad: Int32 in [0, -1, 65, SIGKILL, SIGSTOP] {
+            #expect(throws: EvSourceError.invalidSignal(bad)) { try EvSignalSource(signal: bad) {} }
+        }
+    }
+}
