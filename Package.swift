@@ -26,8 +26,14 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopKitTests",
-            dependencies: ["RunLoopKit"],
+            dependencies: ["RunLoopKit", "MainLoopHarness"],
             path: "Tests/RunLoopKitTests"
+        ),
+        // Owns a real main thread for the main-loop tests (Swift Testing gives the main thread up).
+        .executableTarget(
+            name: "MainLoopHarness",
+            dependencies: ["RunLoopKit"],
+            path: "Tests/MainLoopHarness"
         ),
         // Declarations of the CoreFoundation run-loop C API exported by Swift's libFoundation.so,
         // so the benchmark can drive the real CFRunLoop side by side with RunLoopKit.

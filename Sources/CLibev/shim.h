@@ -31,6 +31,12 @@ static inline int clibev_is_active(void *w) { return ev_is_active((ev_watcher *)
 static inline void clibev_set_data(void *w, void *data) { ((ev_watcher *)w)->data = data; }
 static inline void *clibev_get_data(void *w) { return ((ev_watcher *)w)->data; }
 
+/// libdispatch's hooks for the main run loop, exported by the toolchain's libdispatch.so (CF on
+/// Linux uses the same two): a nonblocking eventfd that becomes readable when the main queue has
+/// work, and the call that drains the main queue on the main thread.
+extern int _dispatch_get_main_queue_handle_4CF(void);
+extern void _dispatch_main_queue_callback_4CF(void *msg);
+
 /// The kernel's id of the calling thread (glibc hides gettid() without _GNU_SOURCE).
 static inline int clibev_gettid(void) { return (int)syscall(SYS_gettid); }
 

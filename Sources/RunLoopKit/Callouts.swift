@@ -34,6 +34,11 @@ enum Callout {
     }
 
     @inline(never)
+    static func mainQueue(_ backend: EvBackend) {
+        backend.drainMainQueue()
+    }
+
+    @inline(never)
     static func block(_ block: @Sendable () -> Void) {
         block()
     }

@@ -14,6 +14,8 @@ struct WakeReasons: OptionSet, Sendable {
     static let deadline = WakeReasons(rawValue: 1 << 1)
     /// A watcher of a version-1 source reported readiness (see ``EvBackend/takeReady()``).
     static let watcher = WakeReasons(rawValue: 1 << 2)
+    /// libdispatch's main queue has work (main loop only).
+    static let mainQueue = WakeReasons(rawValue: 1 << 3)
 }
 
 /// The libev layer: the one type that touches libev (architecture.md "Only the files that wrap
@@ -39,6 +41,8 @@ final class EvBackend {
     /// Watchers of version-1 sources, by token (see EvBackend+Watchers.swift).
     var watchers: [Int: Watcher] = [:]
     var nextWatcherToken = 0
+    /// The main loop's watcher of libdispatch's main-queue eventfd (see EvBackend+MainQueue.swift).
+    var mainQueueWatcher: UnsafeMutablePointer<ev_io>?
     /// Tokens whose watchers fired during the last wait, with what fired.
     var ready: [(token: Int, events: Int32)] = []
 
@@ -123,6 +127,10 @@ final class EvBackend {
         guard !destroyed else { return }
         destroyed = true
         for token in Array(watchers.keys) { removeWatcher(token) }
+        if let mainQueueWatcher {
+            ev_io_stop(loop, mainQueueWatcher)
+            mainQueueWatcher.deallocate()
+        }
         ev_io_stop(loop, deadlineWatcher)
         ev_async_stop(loop, async)
         ev_loop_destroy(loop)

@@ -8,6 +8,9 @@ extension EvRunLoop {
         /// A timeout of zero or less: one iteration that only looks (R25).
         let pollOnly: Bool
         let returnAfterSourceHandled: Bool
+        /// The main loop in a common mode, not nested in a main-queue block: it services
+        /// libdispatch's main queue, which also keeps the mode from being empty (R17, R60).
+        let servicesMainQueue: Bool
     }
 
     /// Runs the loop once in `mode` (CFRunLoopRunInMode): Entry, iterations until a result
@@ -29,16 +32,17 @@ extension EvRunLoop {
         let start = MonotonicTime.now()
         let pollOnly = timeout.map { $0 <= .zero } ?? false
         let deadline = timeout.map { pollOnly ? start : start.adding($0) } ?? .distantFuture
-        let frame: Int? = state.withLock { state in
+        let entered: (frame: Int, servicesMainQueue: Bool)? = state.withLock { state in
             precondition(!state.isDead, "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): this loop's thread has exited (R4)")
-            guard let modeState = state.modes[mode], !state.isEmpty(modeState) else { return nil }
+            let servicesMainQueue = isMain && state.commonModes.contains(mode) && !state.isServicingMainQueue
+            guard let modeState = state.modes[mode], servicesMainQueue || !state.isEmpty(modeState) else { return nil }
             state.runs.append(RunFrame(mode: mode))
-            return state.runs.count - 1
+            return (state.runs.count - 1, servicesMainQueue)
         }
-        guard let frame else { return .finished }
+        guard let entered else { return .finished }
         let run = RunContext(
-            mode: mode, frame: frame, deadline: deadline, pollOnly: pollOnly,
-            returnAfterSourceHandled: returnAfterSourceHandled)
+            mode: mode, frame: entered.frame, deadline: deadline, pollOnly: pollOnly,
+            returnAfterSourceHandled: returnAfterSourceHandled, servicesMainQueue: entered.servicesMainQueue)
         notifyObservers(.entry, in: mode)
         let result = iterate(run)
         notifyObservers(.exit, in: mode)
@@ -48,6 +52,7 @@ extension EvRunLoop {
 
     /// The iterations of one run, in CF's order (R20), until a result applies (R24).
     private func iterate(_ run: RunContext) -> RunResult {
+        var servicedMainQueue = false
         while true {
             notifyObservers(.beforeTimers, in: run.mode)
             notifyObservers(.beforeSources, in: run.mode)
@@ -55,19 +60,39 @@ extension EvRunLoop {
             var handledSource = performSignalledSources(in: run.mode, stopAfterOne: run.returnAfterSourceHandled)
             if handledSource { performBlocks(in: run.mode) }
             let poll = handledSource || run.pollOnly
-            if !poll { notifyObservers(.beforeWaiting, in: run.mode) }
-            sleep(run, poll: poll)
-            if !poll { notifyObservers(.afterWaiting, in: run.mode) }
+            let mainQueueHasWork: Bool
+            if run.servicesMainQueue && !servicedMainQueue && backend.value.takeMainQueueSignal() {
+                mainQueueHasWork = true  // R20.7: straight to handling, no sleep
+            } else {
+                if !poll { notifyObservers(.beforeWaiting, in: run.mode) }
+                mainQueueHasWork = sleep(run, poll: poll)
+                if !poll { notifyObservers(.afterWaiting, in: run.mode) }
+            }
             fireDueTimers(in: run.mode)
-            if handleOneVersion1Source(in: run.mode) { handledSource = true }
+            servicedMainQueue = mainQueueHasWork && run.servicesMainQueue
+            if servicedMainQueue {
+                serviceMainQueue()
+                handledSource = true
+            } else if handleOneVersion1Source(in: run.mode) {
+                handledSource = true
+            }
             performBlocks(in: run.mode)
             if let result = result(of: run, handledSource: handledSource) { return result }
         }
     }
 
+    /// R60: drains libdispatch's main queue; a run nested in one of its blocks leaves it alone.
+    private func serviceMainQueue() {
+        state.withLock { $0.isServicingMainQueue = true }
+        Callout.mainQueue(backend.value)
+        state.withLock { $0.isServicingMainQueue = false }
+    }
+
     /// R20.9, R22: sleeps until the earliest of the mode's next timer and the run's deadline,
-    /// a wake-up or a stop; with `poll`, only looks.
-    private func sleep(_ run: RunContext, poll: Bool) {
+    /// a wake-up, a stop, a version-1 source or (main loop) the main queue; with `poll`, only
+    /// looks. Returns whether the main queue signalled work.
+    private func sleep(_ run: RunContext, poll: Bool) -> Bool {
+        if isMain { backend.value.watchMainQueue(run.servicesMainQueue) }
         let mustNotBlock: Bool = state.withLock { state in
             syncWatchers(for: run.mode, &state)
             // A ready version-1 source (a port with messages) is like a kernel event already there.
@@ -77,15 +102,17 @@ extension EvRunLoop {
             backend.value.setDeadline(deadline)
             return false
         }
+        let reasons: WakeReasons
         if mustNotBlock {
-            _ = backend.value.wait(poll: true)
+            reasons = backend.value.wait(poll: true)
         } else {
             waiting.store(true, ordering: .releasing)
-            _ = backend.value.wait(poll: false)
+            reasons = backend.value.wait(poll: false)
             waiting.store(false, ordering: .releasing)
             state.withLock { $0.sleepDeadline = nil }
         }
         collectReadiness()
+        return reasons.contains(.mainQueue) && backend.value.takeMainQueueSignal()
     }
 
     /// R24: the first result that holds after an iteration, or `nil` to go on.
@@ -94,6 +121,7 @@ extension EvRunLoop {
         if run.deadline != .distantFuture, MonotonicTime.now() >= run.deadline { return .timedOut }
         return state.withLock { state in
             if state.runs[run.frame].isStopped { return .stopped }
+            if run.servicesMainQueue { return nil }  // R17
             if let modeState = state.modes[run.mode], !state.isEmpty(modeState) { return nil }
             return .finished
         }

@@ -1,0 +1,40 @@
+import CLibev
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// libdispatch's main queue, serviced by the main run loop (R17, R60): libdispatch signals an
+/// eventfd when `DispatchQueue.main` (and so the main actor) has work; the loop watches it with
+/// an `ev_io` while it runs a common mode, reads it, then lets libdispatch drain the queue.
+extension EvBackend {
+    /// Starts or stops watching the main queue's eventfd (main loop's thread only).
+    func watchMainQueue(_ watch: Bool) {
+        guard watch != (mainQueueWatcher.map { clibev_is_active($0) != 0 } ?? false) else { return }
+        let watcher = mainQueueWatcher ?? makeMainQueueWatcher()
+        if watch { ev_io_start(loop, watcher) } else { ev_io_stop(loop, watcher) }
+    }
+
+    /// Whether the main queue signalled work; clears the signal. Never blocks.
+    func takeMainQueueSignal() -> Bool {
+        var count: UInt64 = 0
+        return read(_dispatch_get_main_queue_handle_4CF(), &count, 8) == 8
+    }
+
+    /// Runs the main queue's pending work (main thread only).
+    func drainMainQueue() {
+        _dispatch_main_queue_callback_4CF(nil)
+    }
+
+    private func makeMainQueueWatcher() -> UnsafeMutablePointer<ev_io> {
+        let watcher = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
+        clibev_io_init(watcher, { _, watcher, _ in
+            guard let watcher else { return }
+            clibev_get_data(watcher).assumingMemoryBound(to: UInt32.self).pointee |= WakeReasons.mainQueue.rawValue
+        }, _dispatch_get_main_queue_handle_4CF(), Int32(EV_READ))
+        clibev_set_data(watcher, reasons)
+        mainQueueWatcher = watcher
+        return watcher
+    }
+}

@@ -1,0 +1,71 @@
+// A program whose main thread runs EvRunLoop.main, for the tests of the main loop's service of
+// libdispatch's main queue (R17, R60). Swift Testing gives up the process's main thread, so
+// MainThreadTests runs this as a child process with one scenario name and checks its output.
+import Dispatch
+import Foundation
+import RunLoopKit
+
+let main = EvRunLoop.main
+precondition(EvRunLoop.current === main, "the main thread's current loop is the main loop (R2)")
+
+/// Stops the main loop from the main queue once `done` is true.
+func finish(_ line: String) {
+    print(line)
+    main.stop()
+}
+
+switch CommandLine.arguments.dropFirst().first {
+case "dispatch-main-async":
+    // Work sent to the main queue from another thread runs under EvRunLoop.main, on the main thread.
+    Thread {
+        DispatchQueue.main.async { finish("ran on main thread: \(Thread.isMainThread)") }
+    }.start()
+    print("result: \(main.run(mode: .default, timeout: .seconds(30)))")
+
+case "main-actor-task":
+    // A Task on the main actor started from a background thread completes under EvRunLoop.main.
+    Thread {
+        Task { @MainActor in finish("main actor task ran on main thread: \(Thread.isMainThread)") }
+    }.start()
+    print("result: \(main.run(mode: .default, timeout: .seconds(30)))")
+
+case "common-mode-only":
+    // A mode that is not common does not service the main queue; a common one does (R60).
+    let tracking = EvRunLoop.Mode("tracking")
+    let ticks = EvTimer(after: .milliseconds(1), interval: .milliseconds(1)) { _ in }
+    main.add(ticks, forMode: tracking)
+    let ran = Box()
+    DispatchQueue.main.async { ran.value = true }
+    _ = main.run(mode: tracking, timeout: .milliseconds(20))
+    print("ran in tracking before common: \(ran.value)")
+    main.addCommonMode(tracking)
+    _ = main.run(mode: tracking, timeout: .seconds(30), returnAfterSourceHandled: true)
+    print("ran in tracking after common: \(ran.value)")
+
+case "empty-common-mode":
+    // R17: the main loop's common modes are never empty; a zero timeout polls and times out.
+    print("result: \(main.run(mode: .default, timeout: .zero))")
+
+case "nested-run-in-main-queue-block":
+    // R60: a run nested in a main-queue block does not service the main queue again.
+    let order = Box()
+    DispatchQueue.main.async {
+        DispatchQueue.main.async { order.log.append("second") }
+        main.add(EvTimer(after: .milliseconds(1)) { _ in }, forMode: .default)
+        let nested = main.run(mode: .default, timeout: .seconds(30))
+        order.log.append("nested \(nested)")
+    }
+    _ = main.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+    _ = main.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+    print("order: \(order.log.joined(separator: ", "))")
+
+default:
+    print("unknown scenario")
+    exit(2)
+}
+
+/// Main-thread-only scratch state (everything here runs on the main thread).
+final class Box: @unchecked Sendable {
+    var value = false
+    var log: [String] = []
+}
