@@ -47,6 +47,7 @@ extension EvRunLoop {
         let result = iterate(run)
         notifyObservers(.exit, in: mode)
         state.withLock { _ = $0.runs.popLast() }
+        if result == .stopped { resumeStopWaiters() }
         return result
     }
 

@@ -45,8 +45,10 @@ extension EvRunLoop {
                 observerState.loop = nil
             }
         }
+        let stopWaiters = state.stopWaiters
         state = LoopState()
         state.isDead = true
+        state.stopWaiters = stopWaiters  // resumed once teardown is complete
         return cancelled
     }
 }

@@ -122,6 +122,7 @@ public final class EvRunLoop: Sendable {
             while wakeGate.load(ordering: .acquiring) != Self.wakeGateClosed { sched_yield() }
         }
         state.withLock { _ in backend.value.destroy() }
+        resumeStopWaiters()
         for (source, modes) in cancelled {
             for mode in modes { Callout.sourceCancel(source, self, mode) }
         }

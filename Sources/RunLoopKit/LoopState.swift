@@ -31,6 +31,8 @@ struct LoopState {
     var sleepDeadline: MonotonicTime?
     /// Tie-breaker for equal timer fire dates (see ``nextSequence()``).
     var sequence: UInt64 = 0
+    /// Tasks waiting in ``EvRunLoop/waitUntilStopped()``.
+    var stopWaiters: [CheckedContinuation<Void, Never>] = []
     /// True while the main loop drains libdispatch's main queue (R60).
     var isServicingMainQueue = false
     /// Set when the owning thread exits (R4).
