@@ -98,7 +98,7 @@ extension EvRunLoop {
             syncWatchers(for: run.mode, &state)
             // A ready version-1 source (a port with messages) is like a kernel event already there.
             if poll || hasReadySource1(in: run.mode, &state) { return true }
-            let deadline = min(nextTimerDate(in: run.mode, &state), run.deadline)
+            let deadline = min(nextTimerWakeUp(in: run.mode, &state), run.deadline)
             state.sleepDeadline = deadline
             backend.value.setDeadline(deadline)
             return false

@@ -47,8 +47,8 @@ extension EvRunLoop {
                 timerState.modes.append(mode)
                 let modeState = state.modeState(mode)
                 modeState.timerCount += 1
-                modeState.timers.push(record, at: timerState.fireDate, sequence: state.nextSequence())
-                rearmIfSleeping(for: mode, at: timerState.fireDate, &state)
+                modeState.timers.push(record, at: timerState.fireDate, latest: timerState.latestFireDate, sequence: state.nextSequence())
+                rearmIfSleeping(for: mode, at: timerState.latestFireDate, &state)
             }
         }
     }
@@ -85,9 +85,9 @@ extension EvRunLoop {
         record.generation &+= 1
         for mode in timerState.modes {
             let modeState = state.modeState(mode)
-            modeState.timers.push(record, at: timerState.fireDate, sequence: state.nextSequence())
+            modeState.timers.push(record, at: timerState.fireDate, latest: timerState.latestFireDate, sequence: state.nextSequence())
             modeState.timers.compactIfMostlyStale(liveCount: modeState.timerCount)
-            rearmIfSleeping(for: mode, at: timerState.fireDate, &state)
+            rearmIfSleeping(for: mode, at: timerState.latestFireDate, &state)
         }
     }
 
@@ -99,13 +99,14 @@ extension EvRunLoop {
         backend.value.setDeadline(date)
     }
 
-    /// The earliest fire date of `mode`'s timers, skipping timers whose handler is running (R59).
-    func nextTimerDate(in mode: Mode, _ state: inout LoopState) -> MonotonicTime {
+    /// When the loop must wake for `mode`'s timers: the earliest fire date, delayed within the
+    /// timers' tolerances to fire several at once (R46); timers whose handler runs are skipped (R59).
+    func nextTimerWakeUp(in mode: Mode, _ state: inout LoopState) -> MonotonicTime {
         guard let modeState = state.modes[mode] else { return .distantFuture }
         var firing: [TimerHeap.Entry] = []
-        defer { for entry in firing { modeState.timers.push(entry.record, at: entry.deadline, sequence: entry.sequence) } }
+        defer { for entry in firing { modeState.timers.push(entry) } }
         while let top = modeState.timers.peekLive() {
-            guard top.record.isFiring else { return top.deadline }
+            guard top.record.isFiring else { return modeState.timers.coalescedWakeUp(startingAt: top) }
             modeState.timers.removeTop()
             firing.append(top)
         }
@@ -123,7 +124,7 @@ extension EvRunLoop {
                 modeState.timers.removeTop()
                 if top.record.isFiring { firing.append(top) } else { due.append(top) }
             }
-            for entry in firing { modeState.timers.push(entry.record, at: entry.deadline, sequence: entry.sequence) }
+            for entry in firing { modeState.timers.push(entry) }
             return due
         }
         for entry in due { fire(entry) }

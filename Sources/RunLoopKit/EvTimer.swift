@@ -118,4 +118,7 @@ struct TimerState: ItemMembership, Sendable {
     var rescheduled = false
     var loop: EvRunLoop?
     var modes: [EvRunLoop.Mode] = []
+
+    /// The latest the loop may fire the timer: its fire date plus its tolerance (R46).
+    var latestFireDate: MonotonicTime { fireDate.adding(tolerance) }
 }

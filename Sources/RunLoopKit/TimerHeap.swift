@@ -24,6 +24,8 @@ final class TimerRecord: @unchecked Sendable {
 struct TimerHeap {
     struct Entry {
         let deadline: MonotonicTime
+        /// The fire date plus the timer's tolerance: the latest the loop may fire it (R46).
+        let latest: MonotonicTime
         let sequence: UInt64
         let generation: UInt64
         let record: TimerRecord
@@ -39,10 +41,31 @@ struct TimerHeap {
 
     var count: Int { entries.count }
 
-    /// Schedules `record` at `deadline` with its current generation.
-    mutating func push(_ record: TimerRecord, at deadline: MonotonicTime, sequence: UInt64) {
-        entries.append(Entry(deadline: deadline, sequence: sequence, generation: record.generation, record: record))
+    /// Schedules `record` at `deadline` (fire no later than `latest`) with its current generation.
+    mutating func push(_ record: TimerRecord, at deadline: MonotonicTime, latest: MonotonicTime, sequence: UInt64) {
+        entries.append(Entry(deadline: deadline, latest: latest, sequence: sequence, generation: record.generation, record: record))
         siftUp(entries.count - 1)
+    }
+
+    mutating func push(_ entry: Entry) {
+        push(entry.record, at: entry.deadline, latest: entry.latest, sequence: entry.sequence)
+    }
+
+    /// R46: when to wake so that every timer fires within its tolerance, waking as late as that
+    /// allows. The answer is the smallest `latest` among the entries due before it; the walk
+    /// prunes every subtree whose top is due later, so it visits only timers this wake-up fires.
+    /// `top` is the earliest live entry (see ``peekLive()``).
+    func coalescedWakeUp(startingAt top: Entry) -> MonotonicTime {
+        var wake = top.latest
+        var pending = [0]
+        while let index = pending.popLast() {
+            let entry = entries[index]
+            guard entry.deadline < wake else { continue }
+            if entry.isLive && !entry.record.isFiring { wake = min(wake, entry.latest) }
+            let first = 4 * index + 1
+            for child in first..<min(first + 4, entries.count) { pending.append(child) }
+        }
+        return wake
     }
 
     /// The earliest live entry, dropping stale ones on the way.
