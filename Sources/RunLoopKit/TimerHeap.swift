@@ -63,7 +63,7 @@ struct TimerHeap {
             guard entry.deadline < wake else { continue }
             if entry.isLive && !entry.record.isFiring { wake = min(wake, entry.latest) }
             let first = 4 * index + 1
-            for child in first..<min(first + 4, entries.count) { pending.append(child) }
+            if first < entries.count { pending.append(contentsOf: first..<min(first + 4, entries.count)) }
         }
         return wake
     }
