@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build test bench gate clean
+.PHONY: deps build test test-tsan test-asan bench gate clean
 
 deps:
 	@dpkg -s libev-dev >/dev/null 2>&1 || { \
@@ -16,6 +16,17 @@ build: deps
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+## make test-tsan: the suite under ThreadSanitizer. The library then locks with pthread mutexes,
+## which TSan understands (Synchronization.Mutex's futex calls are invisible to it).
+test-tsan: deps
+	$(SWIFT) build --build-tests --scratch-path .build-tsan --sanitize=thread -Xswiftc -DRUNLOOPKIT_PTHREAD_LOCKS
+	$(SWIFT) test --skip-build --scratch-path .build-tsan
+
+## make test-asan: the suite under AddressSanitizer (with LeakSanitizer).
+test-asan: deps
+	$(SWIFT) build --build-tests --scratch-path .build-asan --sanitize=address
+	ASAN_OPTIONS=detect_leaks=1 $(SWIFT) test --skip-build --scratch-path .build-asan
 
 ## make bench: the standard benchmark set, one table (RunLoopKit vs raw libev vs CFRunLoop).
 bench: deps

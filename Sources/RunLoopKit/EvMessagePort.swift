@@ -59,7 +59,7 @@ final class PortQueue<Message: Sendable>: Sendable {
         var closed: EvSourceError?
     }
 
-    private let contents = Mutex(Contents())
+    private let contents = Locked(Contents())
 
     var count: Int { contents.withLock { $0.messages.count - $0.head } }
 

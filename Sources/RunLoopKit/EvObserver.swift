@@ -15,7 +15,7 @@ public final class EvObserver: Sendable {
     /// Lower orders are called first (R49).
     public let order: Int
     let handler: @Sendable (EvObserver, EvRunLoop.Activity) -> Void
-    let state = Mutex(ObserverState())
+    let state = Locked(ObserverState())
 
     /// An observer of `activities`.
     ///

@@ -147,7 +147,7 @@ extension EvRunLoop {
 
 /// libev lets one loop at a time watch a given signal; this remembers which.
 enum SignalOwnership {
-    private static let owners = Mutex<[Int32: (loop: ObjectIdentifier, count: Int)]>([:])
+    private static let owners = Locked<[Int32: (loop: ObjectIdentifier, count: Int)]>([:])
 
     static func claim(_ signal: Int32, for loop: EvRunLoop) {
         owners.withLock { owners in

@@ -15,7 +15,7 @@ import Musl
 /// again (R58).
 public final class EvRunLoop: Sendable {
     /// The loop's bookkeeping; see ``LoopState``. Lock order: this lock, then an item's.
-    let state = Mutex(LoopState())
+    let state = Locked(LoopState())
     /// `@unchecked Sendable` wrapper: waits run on the owning thread only; the calls made from
     /// other threads (wake-up, deadline) are serialised against teardown as EvBackend documents.
     let backend: BackendBox

@@ -18,7 +18,7 @@ public final class EvSource: Sendable {
     let performHandler: @Sendable () -> Void
     let scheduleHandler: (@Sendable (EvRunLoop, EvRunLoop.Mode) -> Void)?
     let cancelHandler: (@Sendable (EvRunLoop, EvRunLoop.Mode) -> Void)?
-    let state = Mutex(SourceState())
+    let state = Locked(SourceState())
 
     private static let signalSequence = Atomic<UInt64>(0)
 

@@ -21,7 +21,7 @@ public final class EvTimer: Sendable {
     /// Where this timer sorts among others (kept for CF parity; fire dates decide the order).
     public let order: Int
     let handler: @Sendable (EvTimer) -> Void
-    let state: Mutex<TimerState>
+    let state: Locked<TimerState>
 
     /// A timer that first fires at `fireAt`.
     ///
@@ -42,7 +42,7 @@ public final class EvTimer: Sendable {
         self.interval = min(interval, Self.intervalLimit)
         self.order = order
         self.handler = handler
-        state = Mutex(TimerState(fireDate: MonotonicTime(fireAt), tolerance: tolerance))
+        state = Locked(TimerState(fireDate: MonotonicTime(fireAt), tolerance: tolerance))
     }
 
     /// A timer that first fires `delay` from now.

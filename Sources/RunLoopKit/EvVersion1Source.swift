@@ -31,7 +31,7 @@ public final class EvSource1Core: Sendable {
     let orphaned: @Sendable () -> Void
     /// Whether work is already waiting when the source joins a loop (a port's queued messages).
     let hasPendingWork: @Sendable () -> Bool
-    let state = Mutex(Source1State())
+    let state = Locked(Source1State())
 
     init(
         kind: Kind, order: Int, perform: @escaping @Sendable (EvSource1Core, Int32) -> Bool,

@@ -13,7 +13,7 @@ protocol ItemMembership {
 /// The item's loop is read first without the loop lock, so it may change before both locks are
 /// held; then the attempt is simply repeated.
 func withItemAndLoopLocked<S: ItemMembership & Sendable, R: Sendable>(
-    _ item: borrowing Mutex<S>,
+    _ item: borrowing Locked<S>,
     bound: @Sendable (EvRunLoop, inout LoopState, inout S) -> R,
     unbound: @Sendable (inout S) -> R
 ) -> R {

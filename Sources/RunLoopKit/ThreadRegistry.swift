@@ -21,7 +21,7 @@ enum ThreadRegistry {
         return key
     }()
 
-    private static let mainLoop = Mutex<EvRunLoop?>(nil)
+    private static let mainLoop = Locked<EvRunLoop?>(nil)
 
     /// The calling thread's loop, if it has one (R3: asking nothing costs nothing).
     static func existingLoop() -> EvRunLoop? {
