@@ -26,7 +26,7 @@ test-tsan: deps
 ## make test-asan: the suite under AddressSanitizer (with LeakSanitizer).
 test-asan: deps
 	$(SWIFT) build --build-tests --scratch-path .build-asan --sanitize=address
-	ASAN_OPTIONS=detect_leaks=1 $(SWIFT) test --skip-build --scratch-path .build-asan
+	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT) test --skip-build --scratch-path .build-asan
 
 ## make bench: the standard benchmark set, one table (RunLoopKit vs raw libev vs CFRunLoop).
 bench: deps
