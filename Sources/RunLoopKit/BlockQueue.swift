@@ -57,21 +57,27 @@ extension EvRunLoop {
     ///
     /// - Precondition: `modes` is not empty.
     public func perform(inModes modes: [Mode] = [.common], _ block: @escaping @Sendable () -> Void) {
-        precondition(!modes.isEmpty, "EvRunLoop.perform(inModes:_:): modes must not be empty")
+        require(!modes.isEmpty, "EvRunLoop.perform(inModes:_:): modes must not be empty")
         var unique = modes
         if modes.count > 1 { unique = modes.reduce(into: []) { if !$0.contains($1) { $0.append($1) } } }
         let block = BlockQueue.Block(modes: unique, body: block)
         state.withLock { state in
             guard !state.isDead else { return }
+            // As CFRunLoopPerformBlock does: the named modes exist from now on, so a mode that has
+            // only this block runs it instead of being taken for an unknown mode (R7, R16).
+            for mode in unique where mode != .common { _ = state.modeState(mode) }
             state.blocks.append(block)
+            setHint(Hint.blocks)
         }
     }
 
     /// R20 steps 3, 5 and 12: runs the pending blocks that may run in `mode`.
-    func performBlocks(in mode: Mode) {
+    func performBlocks(_ run: RunContext) {
+        guard hasHint(Hint.blocks) else { return }
         let runnable = state.withLock { state -> [BlockQueue.Block] in
-            guard !state.blocks.isEmpty else { return [] }
-            return state.blocks.takeRunnable(in: mode, isCommon: state.commonModes.contains(mode))
+            let runnable = state.blocks.takeRunnable(in: run.mode, isCommon: state.commonModes.contains(run.mode))
+            if state.blocks.isEmpty { clearHint(Hint.blocks) }
+            return runnable
         }
         for block in runnable { Callout.block(block.body) }
     }

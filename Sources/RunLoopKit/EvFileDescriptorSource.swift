@@ -41,7 +41,7 @@ public final class EvFileDescriptorSource: EvVersion1Source {
         fileDescriptor: Int32, events: Readiness, order: Int = 0,
         handler: @escaping @Sendable (Readiness) -> Void
     ) throws(EvSourceError) {
-        precondition(
+        require(
             !events.intersection([.readable, .writable]).isEmpty,
             "EvFileDescriptorSource.init: events must contain .readable and/or .writable")
         guard fileDescriptor >= 0, fcntl(fileDescriptor, F_GETFD) != -1 else { throw .badFileDescriptor(fileDescriptor) }

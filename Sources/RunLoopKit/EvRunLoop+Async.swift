@@ -30,7 +30,7 @@ extension EvRunLoop {
     ///
     /// - Precondition: `interval` is greater than zero.
     public func ticks(every interval: Duration, tolerance: Duration = .zero, inModes modes: [Mode] = [.common]) -> AsyncStream<ContinuousClock.Instant> {
-        precondition(interval > .zero, "EvRunLoop.ticks(every:tolerance:inModes:): interval must be greater than zero (got \(interval))")
+        require(interval > .zero, "EvRunLoop.ticks(every:tolerance:inModes:): interval must be greater than zero (got \(interval))")
         let (stream, continuation) = AsyncStream<ContinuousClock.Instant>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let timer = EvTimer(after: interval, interval: interval, tolerance: tolerance) { timer in
             continuation.yield(timer.fireDate)

@@ -43,7 +43,7 @@ extension EvRunLoop {
     func attach(_ observer: EvObserver, to modes: [Mode], _ state: inout LoopState) {
         observer.state.withLock { observerState in
             guard observerState.isValid else { return }
-            precondition(
+            require(
                 observerState.loop == nil || observerState.loop === self,
                 "EvRunLoop.add(_:forMode:): this EvObserver is already in another run loop; an observer belongs to one loop (R53)")
             for mode in modes where !observerState.modes.contains(mode) {
@@ -55,6 +55,7 @@ extension EvRunLoop {
                 let index = modeState.observers.firstIndex { $0.observer.order > observer.order } ?? modeState.observers.endIndex
                 modeState.observers.insert((sequence, observer), at: index)
                 modeState.observedActivities.formUnion(observer.activities)
+                observedActivities.bitwiseOr(observer.activities.rawValue, ordering: .relaxed)
             }
         }
     }
@@ -77,9 +78,11 @@ extension EvRunLoop {
 
     /// R48–R52: calls the observers of `mode` for `activity`. The set is taken when the phase
     /// begins; an observer invalidated meanwhile, or whose callout is running, is skipped.
-    func notifyObservers(_ activity: Activity, in mode: Mode) {
-        let observers: [EvObserver] = state.withLock { state in
-            guard let modeState = state.modes[mode], modeState.observedActivities.contains(activity) else { return [] }
+    func notifyObservers(_ activity: Activity, _ run: RunContext) {
+        guard observedActivities.load(ordering: .relaxed) & activity.rawValue != 0 else { return }
+        let modeState = run.modeState
+        let observers: [EvObserver] = state.withLock { _ in
+            guard modeState.observedActivities.contains(activity) else { return [] }
             return modeState.observers.compactMap { $0.observer.activities.contains(activity) ? $0.observer : nil }
         }
         for observer in observers {

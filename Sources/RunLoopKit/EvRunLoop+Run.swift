@@ -2,6 +2,8 @@ extension EvRunLoop {
     /// What one run needs to remember (CF's per-run data).
     struct RunContext {
         let mode: Mode
+        /// The running mode's contents, looked up once per run (modes are never removed).
+        let modeState: ModeState
         /// Index of this run's frame in ``LoopState/runs`` (nested runs push above it).
         let frame: Int
         let deadline: MonotonicTime
@@ -27,25 +29,25 @@ extension EvRunLoop {
     /// - Precondition: called on the loop's own thread (R5); `mode` is not ``Mode/common`` (R10).
     @discardableResult
     public func run(mode: Mode = .default, timeout: Duration? = nil, returnAfterSourceHandled: Bool = false) -> RunResult {
-        precondition(mode != .common, "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): the .common pseudo-mode cannot be run (R10)")
+        require(mode != .common, "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): the .common pseudo-mode cannot be run (R10)")
+        // Checked before ownership: a dead loop has no thread that owns it (R4).
+        require(!state.withLock { $0.isDead }, "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): this loop's thread has exited (R4)")
         preconditionOwnThread("EvRunLoop.run(mode:timeout:returnAfterSourceHandled:)")
         let start = MonotonicTime.now()
         let pollOnly = timeout.map { $0 <= .zero } ?? false
         let deadline = timeout.map { pollOnly ? start : start.adding($0) } ?? .distantFuture
-        let entered: (frame: Int, servicesMainQueue: Bool)? = state.withLock { state in
-            precondition(!state.isDead, "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): this loop's thread has exited (R4)")
+        let entered: RunContext? = state.withLock { state in
             let servicesMainQueue = isMain && state.commonModes.contains(mode) && !state.isServicingMainQueue
             guard let modeState = state.modes[mode], servicesMainQueue || !state.isEmpty(modeState) else { return nil }
             state.runs.append(RunFrame(mode: mode))
-            return (state.runs.count - 1, servicesMainQueue)
+            return RunContext(
+                mode: mode, modeState: modeState, frame: state.runs.count - 1, deadline: deadline, pollOnly: pollOnly,
+                returnAfterSourceHandled: returnAfterSourceHandled, servicesMainQueue: servicesMainQueue)
         }
-        guard let entered else { return .finished }
-        let run = RunContext(
-            mode: mode, frame: entered.frame, deadline: deadline, pollOnly: pollOnly,
-            returnAfterSourceHandled: returnAfterSourceHandled, servicesMainQueue: entered.servicesMainQueue)
-        notifyObservers(.entry, in: mode)
+        guard let run = entered else { return .finished }
+        notifyObservers(.entry, run)
         let result = iterate(run)
-        notifyObservers(.exit, in: mode)
+        notifyObservers(.exit, run)
         state.withLock { _ = $0.runs.popLast() }
         if result == .stopped { resumeStopWaiters() }
         return result
@@ -55,29 +57,29 @@ extension EvRunLoop {
     private func iterate(_ run: RunContext) -> RunResult {
         var servicedMainQueue = false
         while true {
-            notifyObservers(.beforeTimers, in: run.mode)
-            notifyObservers(.beforeSources, in: run.mode)
-            performBlocks(in: run.mode)
-            var handledSource = performSignalledSources(in: run.mode, stopAfterOne: run.returnAfterSourceHandled)
-            if handledSource { performBlocks(in: run.mode) }
+            notifyObservers(.beforeTimers, run)
+            notifyObservers(.beforeSources, run)
+            performBlocks(run)
+            var handledSource = performSignalledSources(run)
+            if handledSource { performBlocks(run) }
             let poll = handledSource || run.pollOnly
             let mainQueueHasWork: Bool
             if run.servicesMainQueue && !servicedMainQueue && backend.value.takeMainQueueSignal() {
                 mainQueueHasWork = true  // R20.7: straight to handling, no sleep
             } else {
-                if !poll { notifyObservers(.beforeWaiting, in: run.mode) }
+                if !poll { notifyObservers(.beforeWaiting, run) }
                 mainQueueHasWork = sleep(run, poll: poll)
-                if !poll { notifyObservers(.afterWaiting, in: run.mode) }
+                if !poll { notifyObservers(.afterWaiting, run) }
             }
-            fireDueTimers(in: run.mode)
+            fireDueTimers(run)
             servicedMainQueue = mainQueueHasWork && run.servicesMainQueue
             if servicedMainQueue {
                 serviceMainQueue()
                 handledSource = true
-            } else if handleOneVersion1Source(in: run.mode) {
+            } else if handleOneVersion1Source(run) {
                 handledSource = true
             }
-            performBlocks(in: run.mode)
+            performBlocks(run)
             if let result = result(of: run, handledSource: handledSource) { return result }
         }
     }
@@ -97,8 +99,8 @@ extension EvRunLoop {
         let mustNotBlock: Bool = state.withLock { state in
             syncWatchers(for: run.mode, &state)
             // A ready version-1 source (a port with messages) is like a kernel event already there.
-            if poll || hasReadySource1(in: run.mode, &state) { return true }
-            let deadline = min(nextTimerWakeUp(in: run.mode, &state), run.deadline)
+            if poll || hasReadySource1(run, &state) { return true }
+            let deadline = min(nextTimerWakeUp(run.modeState), run.deadline)
             state.sleepDeadline = deadline
             backend.value.setDeadline(deadline)
             return false
@@ -123,8 +125,7 @@ extension EvRunLoop {
         return state.withLock { state in
             if state.runs[run.frame].isStopped { return .stopped }
             if run.servicesMainQueue { return nil }  // R17
-            if let modeState = state.modes[run.mode], !state.isEmpty(modeState) { return nil }
-            return .finished
+            return state.isEmpty(run.modeState) ? .finished : nil
         }
     }
 

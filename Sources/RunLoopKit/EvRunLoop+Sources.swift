@@ -40,7 +40,7 @@ extension EvRunLoop {
     func attach(_ source: EvSource, to modes: [Mode], _ state: inout LoopState) -> [Mode] {
         source.state.withLock { sourceState in
             guard sourceState.isValid else { return [] }
-            precondition(
+            require(
                 sourceState.loop == nil || sourceState.loop === self,
                 "EvRunLoop.add(_:forMode:): this EvSource is already scheduled in another run loop; a source belongs to one loop")
             let joining = modes.filter { !sourceState.modes.contains($0) }
@@ -50,7 +50,10 @@ extension EvRunLoop {
             for mode in joining { state.modeState(mode).sourceCount += 1 }
             let id = ObjectIdentifier(source)
             state.sources[id] = source
-            if sourceState.isSignalled { state.signalled[id] = source }
+            if sourceState.isSignalled {
+                state.signalled[id] = source
+                setHint(Hint.signalledSources)
+            }
             return joining
         }
     }
@@ -80,6 +83,7 @@ extension EvRunLoop {
             source.state.withLock { sourceState in
                 if sourceState.isSignalled, sourceState.loop === self {
                     state.signalled[ObjectIdentifier(source)] = source
+                    setHint(Hint.signalledSources)
                 }
             }
         }
@@ -87,9 +91,10 @@ extension EvRunLoop {
 
     /// R33, R34: performs the signalled sources of `mode` in (order, signal time) order; with
     /// `stopAfterOne`, only the first. Returns whether any source was performed.
-    func performSignalledSources(in mode: Mode, stopAfterOne: Bool) -> Bool {
+    func performSignalledSources(_ run: RunContext) -> Bool {
+        guard hasHint(Hint.signalledSources) else { return false }
+        let mode = run.mode
         let candidates: [EvSource] = state.withLock { state in
-            guard !state.signalled.isEmpty else { return [] }
             var ready: [(order: Int, sequence: UInt64, source: EvSource)] = []
             for source in state.signalled.values {
                 source.state.withLock { sourceState in
@@ -98,6 +103,7 @@ extension EvRunLoop {
                     }
                 }
             }
+            if ready.count == 1 { return [ready[0].source] }
             return ready.sorted { ($0.order, $0.sequence) < ($1.order, $1.sequence) }.map(\.source)
         }
         var performed = false
@@ -108,13 +114,14 @@ extension EvRunLoop {
                     guard sourceState.isSignalled, sourceState.isValid else { return false }
                     sourceState.isSignalled = false
                     state.signalled.removeValue(forKey: ObjectIdentifier(source))
+                    if state.signalled.isEmpty { clearHint(Hint.signalledSources) }
                     return true
                 }
             }
             guard stillSignalled else { continue }
             Callout.sourcePerform(source)
             performed = true
-            if stopAfterOne { break }
+            if run.returnAfterSourceHandled { break }
         }
         return performed
     }

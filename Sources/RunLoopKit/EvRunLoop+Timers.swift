@@ -37,7 +37,7 @@ extension EvRunLoop {
     func attach(_ timer: EvTimer, to modes: [Mode], _ state: inout LoopState) {
         timer.state.withLock { timerState in
             guard timerState.isValid else { return }
-            precondition(
+            require(
                 timerState.loop == nil || timerState.loop === self,
                 "EvRunLoop.add(_:forMode:): this EvTimer is already scheduled in another run loop; a timer belongs to one loop (R39)")
             for mode in modes where !timerState.modes.contains(mode) {
@@ -101,8 +101,7 @@ extension EvRunLoop {
 
     /// When the loop must wake for `mode`'s timers: the earliest fire date, delayed within the
     /// timers' tolerances to fire several at once (R46); timers whose handler runs are skipped (R59).
-    func nextTimerWakeUp(in mode: Mode, _ state: inout LoopState) -> MonotonicTime {
-        guard let modeState = state.modes[mode] else { return .distantFuture }
+    func nextTimerWakeUp(_ modeState: ModeState) -> MonotonicTime {
         var firing: [TimerHeap.Entry] = []
         defer { for entry in firing { modeState.timers.push(entry) } }
         while let top = modeState.timers.peekLive() {
@@ -114,10 +113,10 @@ extension EvRunLoop {
     }
 
     /// R40–R45: fires every due timer of `mode`, in fire-date order, each once.
-    func fireDueTimers(in mode: Mode) {
+    func fireDueTimers(_ run: RunContext) {
+        let modeState = run.modeState
         let now = MonotonicTime.now()
-        let due: [TimerHeap.Entry] = state.withLock { state in
-            guard let modeState = state.modes[mode] else { return [] }
+        let due: [TimerHeap.Entry] = state.withLock { _ in
             var due: [TimerHeap.Entry] = []
             var firing: [TimerHeap.Entry] = []
             while let top = modeState.timers.peekLive(), top.deadline <= now {

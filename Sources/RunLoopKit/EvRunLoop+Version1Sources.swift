@@ -46,7 +46,7 @@ extension EvRunLoop {
     func attach(_ core: EvSource1Core, to modes: [Mode], _ state: inout LoopState) {
         core.state.withLock { sourceState in
             guard sourceState.isValid else { return }
-            precondition(
+            require(
                 sourceState.loop == nil || sourceState.loop === self,
                 "EvRunLoop.add(_:forMode:): this version-1 source is already scheduled in another run loop")
             let joining = modes.filter { !sourceState.modes.contains($0) }
@@ -113,17 +113,21 @@ extension EvRunLoop {
         }
         sourceState.pendingEvents |= events
         state.readySource1s[ObjectIdentifier(core)] = core
+        setHint(Hint.readySource1s)
     }
 
     /// Whether a version-1 source of `mode` is ready, so the next wait must not block.
-    func hasReadySource1(in mode: Mode, _ state: inout LoopState) -> Bool {
-        state.readySource1s.values.contains { core in core.state.withLock { $0.modes.contains(mode) } }
+    func hasReadySource1(_ run: RunContext, _ state: inout LoopState) -> Bool {
+        guard hasHint(Hint.readySource1s) else { return false }
+        let mode = run.mode
+        return state.readySource1s.values.contains { core in core.state.withLock { $0.modes.contains(mode) } }
     }
 
     /// R38: handles at most one ready version-1 source of `mode`, the one ready longest.
-    func handleOneVersion1Source(in mode: Mode) -> Bool {
+    func handleOneVersion1Source(_ run: RunContext) -> Bool {
+        guard hasHint(Hint.readySource1s) else { return false }
+        let mode = run.mode
         let picked: (EvSource1Core, Int32)? = state.withLock { state in
-            guard !state.readySource1s.isEmpty else { return nil }
             var best: (core: EvSource1Core, sequence: UInt64)?
             for core in state.readySource1s.values {
                 let sequence: UInt64? = core.state.withLock { $0.isValid && $0.modes.contains(mode) ? $0.readySequence : nil }
@@ -131,6 +135,7 @@ extension EvRunLoop {
             }
             guard let core = best?.core else { return nil }
             state.readySource1s.removeValue(forKey: ObjectIdentifier(core))
+            if state.readySource1s.isEmpty { clearHint(Hint.readySource1s) }
             let events = core.state.withLock { sourceState in
                 defer { sourceState.pendingEvents = 0 }
                 return sourceState.pendingEvents
@@ -153,7 +158,7 @@ enum SignalOwnership {
         owners.withLock { owners in
             let id = ObjectIdentifier(loop)
             if let owner = owners[signal] {
-                precondition(
+                require(
                     owner.loop == id,
                     "EvRunLoop.add(_:forMode:): signal \(signal) is already watched by another run loop; a signal can be watched by one loop at a time")
                 owners[signal]!.count += 1

@@ -22,6 +22,10 @@ public final class EvRunLoop: Sendable {
     /// Whether this is the main thread's loop (R2).
     let isMain: Bool
     let waiting = Atomic<Bool>(false)
+    /// Lock-free hints that let a run skip steps with nothing to do (see ``Hint``).
+    let hints = Atomic<UInt32>(0)
+    /// Every activity an observer of this loop ever asked for: other phases skip the lock.
+    let observedActivities = Atomic<UInt32>(0)
     /// Guards cross-thread ``wakeUp()`` against teardown without taking ``state``: the count of
     /// wake-ups in flight, plus ``wakeGateClosed`` once the loop is dead.
     private let wakeGate = Atomic<Int>(0)
@@ -100,7 +104,7 @@ public final class EvRunLoop: Sendable {
     ///
     /// - Precondition: `mode` is not ``Mode/common``.
     public func addCommonMode(_ mode: Mode) {
-        precondition(mode != .common, "EvRunLoop.addCommonMode(_:): .common is the pseudo-mode itself, not a mode")
+        require(mode != .common, "EvRunLoop.addCommonMode(_:): .common is the pseudo-mode itself, not a mode")
         let scheduled: [(EvSource, Mode)] = state.withLock { state in
             guard !state.isDead, state.commonModes.insert(mode).inserted else { return [] }
             _ = state.modeState(mode)
@@ -130,7 +134,7 @@ public final class EvRunLoop: Sendable {
 
     /// Stops with a message naming `call` unless the calling thread owns this loop (R5).
     func preconditionOwnThread(_ call: StaticString) {
-        precondition(ThreadRegistry.isOwnedByCallingThread(self), "\(call): a run loop can only be run on its own thread (R5)")
+        require(ThreadRegistry.isOwnedByCallingThread(self), "\(call): a run loop can only be run on its own thread (R5)")
     }
 }
 

@@ -37,8 +37,8 @@ public final class EvTimer: Sendable {
         fireAt: ContinuousClock.Instant, interval: Duration = .zero, tolerance: Duration = .zero,
         order: Int = 0, handler: @escaping @Sendable (EvTimer) -> Void
     ) {
-        precondition(interval >= .zero, "EvTimer.init: interval must not be negative (got \(interval))")
-        precondition(tolerance >= .zero, "EvTimer.init: tolerance must not be negative (got \(tolerance))")
+        require(interval >= .zero, "EvTimer.init: interval must not be negative (got \(interval))")
+        require(tolerance >= .zero, "EvTimer.init: tolerance must not be negative (got \(tolerance))")
         self.interval = min(interval, Self.intervalLimit)
         self.order = order
         self.handler = handler
@@ -52,7 +52,7 @@ public final class EvTimer: Sendable {
         after delay: Duration, interval: Duration = .zero, tolerance: Duration = .zero,
         order: Int = 0, handler: @escaping @Sendable (EvTimer) -> Void
     ) {
-        precondition(delay >= .zero, "EvTimer.init(after:): delay must not be negative (got \(delay))")
+        require(delay >= .zero, "EvTimer.init(after:): delay must not be negative (got \(delay))")
         self.init(fireAt: .now.advanced(by: delay), interval: interval, tolerance: tolerance, order: order, handler: handler)
     }
 
@@ -75,7 +75,7 @@ public final class EvTimer: Sendable {
     public var tolerance: Duration {
         get { state.withLock { $0.tolerance } }
         set {
-            precondition(newValue >= .zero, "EvTimer.tolerance: must not be negative (got \(newValue))")
+            require(newValue >= .zero, "EvTimer.tolerance: must not be negative (got \(newValue))")
             state.withLock { $0.tolerance = newValue }
         }
     }

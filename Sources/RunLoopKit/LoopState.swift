@@ -69,7 +69,11 @@ struct RunFrame {
 }
 
 /// The contents of one mode that a run needs.
-final class ModeState {
+///
+/// `@unchecked Sendable`: every field is read and written only while the owning loop's lock is
+/// held; a run keeps a reference to its mode's state (modes are never removed) only to skip the
+/// lookup by name, and touches it under the lock.
+final class ModeState: @unchecked Sendable {
     let mode: EvRunLoop.Mode
     var sourceCount = 0
     var timerCount = 0

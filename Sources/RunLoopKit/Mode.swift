@@ -12,7 +12,7 @@ extension EvRunLoop {
         ///
         /// - Precondition: `name` is not empty.
         public init(_ name: String) {
-            precondition(!name.isEmpty, "EvRunLoop.Mode.init: a mode name must not be empty")
+            require(!name.isEmpty, "EvRunLoop.Mode.init: a mode name must not be empty")
             self.name = name
         }
 

@@ -17,7 +17,7 @@ enum ThreadRegistry {
             guard let pointer else { return }
             Unmanaged<EvRunLoop>.fromOpaque(pointer).takeRetainedValue().tearDown()
         }
-        precondition(status == 0, "EvRunLoop: pthread_key_create failed (\(status))")
+        require(status == 0, "EvRunLoop: pthread_key_create failed (\(status))")
         return key
     }()
 
