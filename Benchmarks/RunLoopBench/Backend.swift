@@ -1,0 +1,95 @@
+/// The run loops measured side by side. Every scenario drives each of them through the same
+/// small protocol (`Backend`), implemented once per backend in its own file.
+enum BackendID: String, CaseIterable, Codable, Sendable, Comparable {
+    /// RunLoopKit's `EvRunLoop`: the library under test.
+    case runloopkit
+    /// libev used directly through CLibev (epoll): the floor of this design.
+    case libev
+    /// libev with EVBACKEND_IOURING, where the kernel allows it (timer scenario only).
+    case libevIOURing = "libev-uring"
+    /// The real CFRunLoop inside Swift's Foundation on Linux.
+    case cf
+
+    /// Column heading in reports.
+    var title: String {
+        switch self {
+        case .runloopkit: "RunLoopKit"
+        case .libev: "libev"
+        case .libevIOURing: "libev io_uring"
+        case .cf: "CFRunLoop"
+        }
+    }
+
+    /// Name in ratio headings.
+    var shortTitle: String { self == .cf ? "CF" : title }
+
+    static func < (a: BackendID, b: BackendID) -> Bool {
+        allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
+    }
+}
+
+/// A loop running on its own thread with one version-0 source (libev: an `ev_async`), driven
+/// from other threads. Made by `Backend.startLoop(onSignal:)`.
+protocol RunningLoop: Sendable {
+    /// From any thread: signals the source and wakes the loop (CF: CFRunLoopSourceSignal +
+    /// CFRunLoopWakeUp; libev: ev_async_send; RunLoopKit: signal() + wakeUp()).
+    func signal()
+    /// From any thread: schedules `item` on the loop `count` times, each followed by a wake-up
+    /// (CF: CFRunLoopPerformBlock + CFRunLoopWakeUp; libev: mutex queue + ev_async_send).
+    func post(_ item: @escaping @Sendable () -> Void, count: Int)
+    /// Stops the loop and joins its thread.
+    func stop()
+}
+
+/// Times of one add-then-cancel pass over many timers (scenario `scaling`).
+struct ChurnTimes: Sendable {
+    var addNs: UInt64
+    var cancelNs: UInt64
+}
+
+/// One run loop implementation, as the scenarios need it. Methods other than `startLoop` run
+/// on a fresh thread the scenario made for the call, which owns the loop they use.
+protocol Backend: Sendable {
+    var id: BackendID { get }
+
+    /// How a repeating timer that fell a whole interval behind is rescheduled.
+    var catchUp: CatchUpPolicy { get }
+
+    /// Starts a loop on a new thread whose source calls `onSignal` on that thread, and returns
+    /// once the loop is ready to be signalled.
+    func startLoop(onSignal: @escaping @Sendable () -> Void) -> any RunningLoop
+
+    /// Runs a repeating timer of `intervalNs` until `recorder.fired` says stop. Reports the
+    /// first due time with `recorder.start(firstDueNs:)` before running.
+    func runRepeatingTimer(intervalNs: UInt64, recorder: LatenessRecorder)
+
+    /// Arms a timer `delayNs` ahead, re-arms it `delayNs` ahead of each callout until
+    /// `recorder.fired` says stop; reports each due time with `recorder.expect(dueNs:)`.
+    func runRearmedTimer(delayNs: UInt64, recorder: LatenessRecorder)
+
+    /// Adds one timer per offset (fire date = now + offset, all far ahead), then cancels them
+    /// in `cancelOrder`; returns the time spent in the adds and in the cancels only.
+    func churnTimers(offsetsNs: [UInt64], cancelOrder: [Int]) -> ChurnTimes
+
+    /// With `items` timers and `items` sources in the default mode, performs `switches` nested
+    /// runs of another mode (one poll each) from inside a default-mode callout; returns the
+    /// total time of the nested runs.
+    func switchModes(items: Int, switches: Int) -> UInt64
+
+    /// Creates and uses this thread's loop the way an app's thread would (one source added,
+    /// one polling run). The result keeps the loop alive until dropped on the same thread.
+    func touchLoop() -> AnyObject?
+}
+
+/// The backends compiled into this binary, in report order. `libev-uring` is included only
+/// where the kernel lets libev create an io_uring loop.
+func availableBackends() -> [any Backend] {
+    var all: [any Backend] = []
+    #if canImport(RunLoopKit)
+    all.append(RunLoopKitBackend())
+    #endif
+    all.append(LibevBackend(flavor: .epoll))
+    if LibevBackend.ioUringWorks() { all.append(LibevBackend(flavor: .ioUring)) }
+    all.append(CFBackend())
+    return all
+}

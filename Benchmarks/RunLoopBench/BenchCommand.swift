@@ -1,0 +1,79 @@
+import ArgumentParser
+import Foundation
+
+/// `runloop-bench`: RunLoopKit side by side with raw libev and the real CFRunLoop.
+@main
+struct RunLoopBenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "runloop-bench",
+        abstract: "Measure RunLoopKit against raw libev and the real CFRunLoop, in one process and one run.",
+        discussion: HelpText.overview,
+        subcommands: [RunCommand.self, GateCommand.self, FootprintChildCommand.self],
+        defaultSubcommand: RunCommand.self)
+}
+
+/// `runloop-bench [run] [SCENARIO …]`: measures and prints one table.
+struct RunCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run scenarios (default: all) and print one table.",
+        discussion: HelpText.scenarios)
+
+    @Argument(help: "Scenarios to run (default: all).")
+    var scenarios: [ScenarioID] = []
+
+    @OptionGroup var options: BenchOptions
+
+    @Option(help: "Also write the results as JSON to this file.")
+    var json: String?
+
+    @Option(help: "Also write the results table as Markdown (the README's performance section) to this file.")
+    var markdown: String?
+
+    mutating func run() throws {
+        options.resolve(defaultScalingCounts: [1000, 10_000, 100_000, 1_000_000])
+        let chosen = scenarios.isEmpty ? ScenarioID.allCases : scenarios
+        let start = nowNs()
+        let results = options.measure(chosen)
+        log("all done in \(String(format: "%.1f", Double(nowNs() - start) / 1e9)) s")
+        let report = TableReport(results: results)
+        print(report.text(), terminator: "")
+        if let json {
+            try JSONReport(results: results).write(to: json)
+            log("wrote \(json)")
+        }
+        if let markdown {
+            try report.markdown().write(toFile: markdown, atomically: true, encoding: .utf8)
+            log("wrote \(markdown)")
+        }
+    }
+}
+
+/// The footprint scenario's child process: one backend, fresh memory. Not for people.
+struct FootprintChildCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "footprint-child",
+        abstract: "Internal: one footprint measurement in this process, printed as JSON.",
+        shouldDisplay: false)
+
+    @Option(help: "Backend whose loops the threads create; none: bare parked threads.")
+    var backend: BackendID?
+
+    @Option(help: "Threads, one loop each.")
+    var loops = 1000
+
+    func run() throws {
+        let chosen: (any Backend)?
+        if let backend {
+            guard let found = availableBackends().first(where: { $0.id == backend }) else {
+                throw ValidationError("backend \(backend.rawValue) is not available in this build")
+            }
+            chosen = found
+        } else {
+            chosen = nil
+        }
+        let sample = FootprintScenario.measureInThisProcess(backend: chosen, loops: loops)
+        let data = try JSONEncoder().encode(sample)
+        FileHandle.standardOutput.write(data)
+    }
+}

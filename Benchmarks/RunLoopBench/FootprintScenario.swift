@@ -1,0 +1,105 @@
+import Dispatch
+import Foundation
+
+/// Scenario 6: footprint. In a fresh child process per backend (so no backend inherits
+/// another's freed memory), `loops` threads each create and touch a loop, then park; file
+/// descriptors (/proc/self/fd) and resident memory (/proc/self/statm) are read before and
+/// while they are parked, and fds again after every thread has exited. A child with bare
+/// parked threads gives the cost of the threads themselves, subtracted from each backend.
+struct FootprintScenario {
+    var loops: Int
+
+    func run(_ backends: [any Backend]) -> [Figure] {
+        let backends = backends.filter { $0.id != .libevIOURing }
+        log("footprint: \(loops) threads with no loop")
+        guard let bare = Self.child(backend: nil, loops: loops) else { return [] }
+        var fds = Figure(id: "footprint.fds", scenario: "footprint", label: "file descriptors per loop",
+                         unit: "fds", better: .lower, goal: "≤ 3")
+        var rss = Figure(id: "footprint.rss", scenario: "footprint", label: "resident memory per loop",
+                         unit: "KiB", better: .lower)
+        var left = Figure(id: "footprint.fdsAfterExit", scenario: "footprint",
+                          label: "fds left open after \(loops) threads exit", unit: "fds", better: .lower)
+        for backend in backends {
+            log("footprint: \(loops) threads with a \(backend.id.title) loop each")
+            guard let sample = Self.child(backend: backend.id, loops: loops) else { continue }
+            fds.values[backend.id] = Double(sample.fds - bare.fds) / Double(loops)
+            rss.values[backend.id] = Double(sample.rssKiB - bare.rssKiB) / Double(loops)
+            left.values[backend.id] = Double(sample.fdsAfterExit - bare.fdsAfterExit)
+        }
+        return [fds, rss, left]
+    }
+
+    /// What one child process reports: growth while the threads are parked, and the fds still
+    /// open once they have all exited, relative to the child's own start.
+    struct Sample: Codable, Sendable {
+        var fds: Int
+        var rssKiB: Int
+        var fdsAfterExit: Int
+    }
+
+    /// Runs `runloop-bench footprint-child` for `backend` (nil: bare threads) and decodes its
+    /// report; nil (and a log line) if the child fails.
+    private static func child(backend: BackendID?, loops: Int) -> Sample? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executablePath())
+        process.arguments = ["footprint-child", "--loops", String(loops)]
+            + (backend.map { ["--backend", $0.rawValue] } ?? [])
+        let output = Pipe()
+        process.standardOutput = output
+        do {
+            try process.run()
+        } catch {
+            log("footprint: cannot start child: \(error)")
+            return nil
+        }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0,
+              let sample = try? JSONDecoder().decode(Sample.self, from: data) else {
+            let what = backend?.rawValue ?? "bare threads"
+            log("footprint: child for \(what) failed (status \(process.terminationStatus))")
+            return nil
+        }
+        return sample
+    }
+
+    private static func executablePath() -> String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+    }
+
+    /// The child's side: starts `loops` threads that each touch a loop of `backend` (none if
+    /// nil) and park, measures, releases them, joins them, measures again.
+    static func measureInThisProcess(backend: (any Backend)?, loops: Int) -> Sample {
+        let fds0 = openFileDescriptors()
+        let rss0 = residentKiB()
+        let ready = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let threads = (0..<loops).map { _ in
+            BenchThread(stackSize: 256 << 10) {
+                let keep = backend?.touchLoop()
+                ready.signal()
+                release.wait()
+                withExtendedLifetime(keep) {}
+            }
+        }
+        for _ in 0..<loops { ready.wait() }
+        let fds1 = openFileDescriptors()
+        let rss1 = residentKiB()
+        for _ in 0..<loops { release.signal() }
+        threads.forEach { $0.join() }
+        let fds2 = openFileDescriptors()
+        return Sample(fds: fds1 - fds0, rssKiB: rss1 - rss0, fdsAfterExit: fds2 - fds0)
+    }
+
+    private static func openFileDescriptors() -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+    }
+
+    private static func residentKiB() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return -1 }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return -1 }
+        return pages * sysconf(Int32(_SC_PAGESIZE)) / 1024
+    }
+}

@@ -1,0 +1,95 @@
+/// The long help texts: what each scenario does and what each figure means. Indented lines
+/// stay under 78 columns so ArgumentParser does not wrap them.
+enum HelpText {
+    static let overview = """
+        Backends, measured in the same process and the same run, interleaved so that \
+        drift of this shared machine hits all alike (wake-ups sample by sample, the \
+        other scenarios in rounds whose order rotates):
+          runloopkit   RunLoopKit's EvRunLoop, the library under test
+          libev        raw libev through CLibev: the floor of this design
+          libev-uring  libev with EVBACKEND_IOURING, if the kernel allows (timers)
+          cf           the real CFRunLoop in Swift's Foundation on Linux
+
+        With no arguments, runs the standard set (every scenario) in a few minutes and \
+        prints one table: a row per figure, a column per backend, then the ratios \
+        RunLoopKit/libev and RunLoopKit/CF from the same run, then the issue's goal. \
+        Times come from clock_gettime(CLOCK_MONOTONIC), read in every thread involved; \
+        latencies are percentiles of an HDR histogram (3 significant digits).
+
+        Examples:
+          runloop-bench                      standard run, one table
+          runloop-bench wakeup timers        only these scenarios
+          runloop-bench --json r.json --markdown perf.md
+          runloop-bench gate                 CI gate; exits 1 on failure
+          runloop-bench run --help           all options
+
+        \(scenarios)
+        """
+
+    static let scenarios = """
+        SCENARIOS AND FIGURES
+
+        wakeup: one-way cross-thread wake-up latency. Each backend's loop sleeps on its \
+        own thread; the driver thread reads the clock, then signals a source and wakes \
+        the loop (CF: CFRunLoopSourceSignal + CFRunLoopWakeUp; libev: ev_async_send; \
+        RunLoopKit: signal() + wakeUp()); the source's callout reads the clock. Before \
+        each trigger the driver waits for the previous callout and pauses 200 µs, so \
+        the loop is really asleep.
+          wakeup.p50 … wakeup.max   trigger → callout, µs (p50 p90 p99 p99.9 max)
+
+        perform: cross-thread perform throughput. Another thread posts \
+        --perform-items blocks, each followed by a wake-up (CF: CFRunLoopPerformBlock \
+        + CFRunLoopWakeUp; RunLoopKit: perform + wakeUp; libev: a mutex-protected \
+        queue + ev_async_send, the floor).
+          perform.rate   M blocks/s, first post → last block run (median of rounds)
+
+        timers: timer lateness = callout time − scheduled fire time. A 1 ms \
+        repeating timer (a missed slot is measured against the slot the backend \
+        actually fires for), and a 100 µs timer re-armed from its own callout. libev \
+        uses a plain ev_timer; with epoll it rounds every wait up to a whole \
+        millisecond, and libev-uring shows libev without that.
+          timer.repeat.p50 … .max    1 ms repeating timer lateness, µs
+          timer.oneshot.p50 … .max   100 µs re-armed timer lateness, µs
+
+        scaling: timer add and cancel cost as the number of timers grows. On the \
+        loop's own thread, add N timers with random fire dates 1–2 h ahead (none \
+        fires), then cancel (invalidate) them in random order; small N are repeated \
+        to 100,000 operations; median of rounds. CF is measured up to \
+        --cf-scaling-max only (its sorted timer array makes each operation O(N)).
+          scaling.add.<N>      ns per add at N = 1e3 … 1e6
+          scaling.cancel.<N>   ns per cancel at N = 1e3 … 1e6
+          scaling.*.growth     cost at the largest N ÷ cost at the smallest
+
+        modes: mode switching. With N timers and N sources in the default (outer) \
+        mode, a default-mode callout runs the loop --mode-switches times in another \
+        mode (one poll each; the inner mode holds one far-future timer so it is not \
+        empty). libev has no modes: its figure is a nested ev_run(EVRUN_NOWAIT).
+          modes.switch.<N>   ns per nested run, N = 0 … 1e4 (median of rounds)
+
+        footprint: per-loop cost. In a fresh child process per backend, \
+        --footprint-loops threads each create a loop, add a source, poll it once, \
+        and park. Bare parked threads in another child give the cost of the threads \
+        alone, which is subtracted.
+          footprint.fds            open fds per loop (/proc/self/fd)
+          footprint.rss            resident KiB per loop (/proc/self/statm)
+          footprint.fdsAfterExit   fds still open after every thread exited
+        """
+
+    static let gate = """
+        Runs the scenarios that gate.json's limits refer to (wakeup, perform, timers, \
+        and scaling at N = 1e5), measuring only the backends compared, then checks \
+        each limit: the ratio subject/against of a figure from this same run \
+        (subject: runloopkit unless the file says otherwise) must stay ≤ max, or ≥ \
+        min. Ratios, never absolute times: CI machines are shared and noisy. A \
+        failing comparison is re-measured (its scenario runs again) up to --retries \
+        times; the gate fails only if it never passes, prints which limit failed and \
+        by how much, and exits 1.
+
+        Benchmarks/gate.json:
+          {"subject": "runloopkit",
+           "limits": [
+             {"figure": "wakeup.p50", "against": "libev", "max": 1.8},
+             {"figure": "perform.rate", "against": "cf", "min": 1.6,
+              "note": "why the limit is where it is"}]}
+        """
+}

@@ -1,0 +1,90 @@
+import CLibev
+import Foundation
+import Synchronization
+
+/// Raw libev's side of `RunningLoop`: an `ev_loop` on its own thread with three `ev_async`
+/// watchers (the source, the perform queue, stop). The perform queue is the floor a run loop
+/// built on libev can reach: a mutex-protected array plus `ev_async_send`.
+///
+/// `@unchecked Sendable`: the loop and watchers are touched only by the loop thread after
+/// start, except `ev_async_send`, which libev documents as callable from any thread.
+final class LibevRunningLoop: RunningLoop, @unchecked Sendable {
+    typealias Item = @Sendable () -> Void
+
+    private let loop: OpaquePointer
+    private let sourceWatcher = UnsafeMutablePointer<ev_async>.allocate(capacity: 1)
+    private let queueWatcher = UnsafeMutablePointer<ev_async>.allocate(capacity: 1)
+    private let stopWatcher = UnsafeMutablePointer<ev_async>.allocate(capacity: 1)
+    private let onSignal: @Sendable () -> Void
+    private let queue = Mutex<[Item]>([])
+    private var thread: BenchThread?
+
+    init(flags: UInt32, onSignal: @escaping @Sendable () -> Void) {
+        guard let loop = ev_loop_new(flags) else { fatalError("ev_loop_new(\(flags)) failed") }
+        self.loop = loop
+        self.onSignal = onSignal
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        clibev_async_init(sourceWatcher) { _, w, _ in
+            LibevRunningLoop.from(w).onSignal()
+        }
+        clibev_async_init(queueWatcher) { _, w, _ in
+            LibevRunningLoop.from(w).drainQueue()
+        }
+        clibev_async_init(stopWatcher) { loop, _, _ in
+            ev_break(loop, Int32(EVBREAK_ALL))
+        }
+        for w in [sourceWatcher, queueWatcher, stopWatcher] {
+            clibev_set_data(w, me)
+            ev_async_start(loop, w)
+        }
+        // Thread creation orders everything above before the loop thread's first access.
+        let run = UnsafeSendable(self)
+        thread = BenchThread(cpu: Pinning.shared.loopCPU) { run.value.runUntilStopped() }
+    }
+
+    deinit {
+        for w in [sourceWatcher, queueWatcher, stopWatcher] { w.deallocate() }
+        ev_loop_destroy(loop)
+    }
+
+    private static func from(_ w: UnsafeMutablePointer<ev_async>?) -> LibevRunningLoop {
+        Unmanaged<LibevRunningLoop>.fromOpaque(clibev_get_data(w)!).takeUnretainedValue()
+    }
+
+    private func runUntilStopped() {
+        ev_run(loop, 0)
+    }
+
+    private func drainQueue() {
+        let batch = queue.withLock { items -> [Item] in
+            let batch = items
+            items.removeAll(keepingCapacity: true)
+            return batch
+        }
+        for item in batch { item() }
+    }
+
+    func signal() {
+        ev_async_send(loop, sourceWatcher)
+    }
+
+    func post(_ item: @escaping @Sendable () -> Void, count: Int) {
+        for _ in 0..<count {
+            queue.withLock { $0.append(item) }
+            ev_async_send(loop, queueWatcher)
+        }
+    }
+
+    func stop() {
+        ev_async_send(loop, stopWatcher)
+        thread?.join()
+        for w in [sourceWatcher, queueWatcher, stopWatcher] { ev_async_stop(loop, w) }
+    }
+}
+
+/// Carries a value whose cross-thread use is ordered by other means (thread start, join, a
+/// semaphore) into a `@Sendable` closure.
+struct UnsafeSendable<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}

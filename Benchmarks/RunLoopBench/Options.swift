@@ -1,0 +1,157 @@
+import ArgumentParser
+import CLibev
+import Foundation
+
+/// The scenarios of issue #3, in the order the standard run measures them.
+enum ScenarioID: String, CaseIterable, ExpressibleByArgument, Sendable {
+    case wakeup, perform, timers, scaling, modes, footprint
+
+    /// The scenario whose figures have ids starting `<prefix>.`.
+    init?(figure id: String) {
+        let prefix = id.prefix { $0 != "." }
+        switch prefix {
+        case "timer": self = .timers
+        default: self.init(rawValue: String(prefix))
+        }
+    }
+}
+
+extension BackendID: ExpressibleByArgument {}
+
+/// Sizes and selections shared by `run` and `gate`. The defaults keep the standard run to a
+/// few minutes on a 2-core machine.
+struct BenchOptions: ParsableArguments {
+    @Option(name: .customLong("backend"), help: "Measure only these backends (repeatable).")
+    var backends: [BackendID] = []
+
+    @Option(help: "Rounds per scenario; each round measures every backend, in rotating order.")
+    var rounds = 3
+
+    @Option(help: "Wake-ups per backend per round (scenario wakeup).")
+    var wakeups = 2000
+
+    @Option(help: "Blocks posted per backend per round (scenario perform).")
+    var performItems = 1_000_000
+
+    @Option(help: "Timer callouts per timer and backend, in rounds of 100 (scenario timers).")
+    var timerFires = 2000
+
+    @Option(parsing: .upToNextOption,
+            help: "Timer counts N (scenario scaling). Default: 1000 10000 100000 1000000; gate: 100000.")
+    var scalingCounts: [Int] = []
+
+    @Option(help: "Largest N measured for CF in scenario scaling (CF adds and cancels in O(N)).")
+    var cfScalingMax = 100_000
+
+    @Option(parsing: .upToNextOption, help: "Items N in the outer mode (scenario modes).")
+    var modeCounts = [0, 100, 1000, 10_000]
+
+    @Option(help: "Nested runs per measurement (scenario modes).")
+    var modeSwitches = 2000
+
+    @Option(help: "Threads with one loop each (scenario footprint).")
+    var footprintLoops = 1000
+
+    @Flag(help: "Do not pin loop threads to one CPU and the driving thread to another.")
+    var noPin = false
+
+    @Flag(help: "Tiny sizes: checks that everything runs, measures nothing worth keeping.")
+    var quick = false
+
+    /// Fills in defaults that depend on the command, then shrinks everything if `--quick`.
+    mutating func resolve(defaultScalingCounts: [Int]) {
+        if scalingCounts.isEmpty { scalingCounts = defaultScalingCounts }
+        if noPin { Pinning.shared.disable() }
+        guard quick else { return }
+        rounds = 2
+        wakeups = 100
+        performItems = 20_000
+        timerFires = 100
+        scalingCounts = Array(Set(scalingCounts.map { Swift.min($0, 10_000) })).sorted()
+        modeCounts = [0, 1000]
+        modeSwitches = 200
+        footprintLoops = 50
+    }
+
+    /// The backends to measure: the selection, or every one compiled in and working here.
+    func selectedBackends() -> [any Backend] {
+        let all = availableBackends()
+        return backends.isEmpty ? all : all.filter { backends.contains($0.id) }
+    }
+
+    /// Measures one scenario on `backends` and returns its figures.
+    func measure(_ scenario: ScenarioID, on backends: [any Backend]) -> [Figure] {
+        switch scenario {
+        case .wakeup: WakeupScenario(samplesPerRound: wakeups, rounds: rounds).run(backends)
+        case .perform: PerformScenario(items: performItems, rounds: rounds).run(backends)
+        case .timers: TimerLatenessScenario(fires: timerFires).run(backends)
+        case .scaling:
+            TimerScalingScenario(counts: scalingCounts, cfMaxCount: cfScalingMax, rounds: rounds).run(backends)
+        case .modes:
+            ModeSwitchScenario(counts: modeCounts, switches: modeSwitches, rounds: rounds).run(backends)
+        case .footprint: FootprintScenario(loops: footprintLoops).run(backends)
+        }
+    }
+
+    /// Runs `scenarios` in order and collects their figures, the run's context and notes.
+    /// `only` restricts a scenario to some backends (the gate measures only what it compares).
+    func measure(_ scenarios: [ScenarioID], only: [ScenarioID: Set<BackendID>] = [:]) -> BenchResults {
+        let backends = selectedBackends()
+        var results = BenchResults()
+        results.backends = backends.map(\.id).sorted()
+        results.context = context()
+        results.notes = notes(for: scenarios, backends: backends.map(\.id))
+        for scenario in scenarios {
+            let start = nowNs()
+            let chosen = only[scenario].map { wanted in backends.filter { wanted.contains($0.id) } }
+                ?? backends
+            results.append(measure(scenario, on: chosen))
+            log("\(scenario.rawValue): done in \(String(format: "%.1f", Double(nowNs() - start) / 1e9)) s")
+        }
+        results.backends = results.backends.filter { id in results.figures.contains { $0.values[id] != nil } }
+        return results
+    }
+
+    private func notes(for scenarios: [ScenarioID], backends: [BackendID]) -> [String] {
+        var notes: [String] = []
+        if !backends.contains(.runloopkit) {
+            notes.append("RunLoopKit was not measured in this run; its columns and ratios are empty.")
+        }
+        if scenarios.contains(.timers) {
+            notes.append("libev's epoll backend rounds every wait up to a whole millisecond; "
+                + "libev's figures use a plain ev_timer, the honest floor of libev.")
+            if !backends.contains(.libevIOURing) {
+                notes.append("libev io_uring: not measured (ev_loop_new(EVBACKEND_IOURING) gives "
+                    + "no io_uring loop on this kernel, or it was not selected).")
+            }
+        }
+        if scenarios.contains(.scaling), backends.contains(.cf), let top = scalingCounts.max(), top > cfScalingMax {
+            notes.append("CF keeps a mode's timers in a sorted array (O(N) per add and cancel); "
+                + "it is measured up to N = \(TimerScalingScenario.label(cfScalingMax)) only.")
+        }
+        if scenarios.contains(.modes) {
+            notes.append("libev has no modes: its mode-switch figure is one nested "
+                + "ev_run(EVRUN_NOWAIT) of the same loop.")
+        }
+        return notes
+    }
+
+    private func context() -> [String: String] {
+        var name = utsname()
+        uname(&name)
+        func string<T>(_ field: inout T) -> String {
+            withUnsafeBytes(of: &field) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        }
+        let labels = { (counts: [Int]) in counts.map(TimerScalingScenario.label).joined(separator: " ") }
+        return [
+            "kernel": "Linux \(string(&name.release)) \(string(&name.machine))",
+            "cores": String(ProcessInfo.processInfo.activeProcessorCount),
+            "libev": "\(ev_version_major()).\(ev_version_minor())",
+            "date": ISO8601DateFormatter().string(from: Date()),
+            "pinning": Pinning.shared.description,
+            "sizes": "rounds \(rounds), wake-ups \(wakeups)/round, perform \(performItems)/round, "
+                + "timer fires \(timerFires), scaling N \(labels(scalingCounts)), "
+                + "mode N \(labels(modeCounts)) × \(modeSwitches), footprint \(footprintLoops) loops",
+        ]
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+
+/// Whether smaller or larger values of a figure are better.
+enum Better: String, Codable, Sendable { case lower, higher }
+
+/// One measured quantity (say, wake-up p50) with a value per backend, all from the same run.
+struct Figure: Sendable {
+    /// Stable name used by gate.json and the JSON output, e.g. `wakeup.p50`.
+    let id: String
+    /// The scenario that measures it: wakeup, perform, timers, scaling, modes, footprint.
+    let scenario: String
+    /// What a reader sees in the table.
+    let label: String
+    let unit: String
+    let better: Better
+    /// The target for RunLoopKit, where it sets one.
+    var goal: String?
+    var values: [BackendID: Double] = [:]
+
+    init(id: String, scenario: String, label: String, unit: String, better: Better,
+         goal: String? = nil) {
+        self.id = id
+        self.scenario = scenario
+        self.label = label
+        self.unit = unit
+        self.better = better
+        self.goal = goal
+    }
+
+    /// `values[subject] / values[against]`, if both were measured and the divisor is not 0.
+    func ratio(_ subject: BackendID, to against: BackendID) -> Double? {
+        guard let a = values[subject], let b = values[against], b != 0 else { return nil }
+        return a / b
+    }
+}
+
+/// Everything one run measured, in scenario order, plus notes a reader should see.
+struct BenchResults: Sendable {
+    var figures: [Figure] = []
+    /// Where and how the run happened (machine, kernel, libev backend, sizes).
+    var context: [String: String] = [:]
+    var notes: [String] = []
+    var backends: [BackendID] = []
+
+    mutating func append(_ more: [Figure]) { figures.append(contentsOf: more) }
+
+    subscript(id: String) -> Figure? { figures.first { $0.id == id } }
+
+    /// Replaces the figures of `scenario` with `fresh` (a re-measurement), keeping their place.
+    mutating func replace(scenario: String, with fresh: [Figure]) {
+        guard let first = figures.firstIndex(where: { $0.scenario == scenario }) else {
+            append(fresh)
+            return
+        }
+        figures.removeAll { $0.scenario == scenario }
+        figures.insert(contentsOf: fresh, at: min(first, figures.count))
+    }
+}
+
+/// Progress lines on standard error, so standard output holds only the report.
+func log(_ message: String) {
+    FileHandle.standardError.write(Data("[bench] \(message)\n".utf8))
+}
+
+/// `items` rotated left by `count`: the order backends run in during round `count`, so no
+/// backend always goes first.
+func rotated<T>(_ items: [T], by count: Int) -> [T] {
+    guard !items.isEmpty else { return items }
+    let k = count % items.count
+    return Array(items[k...] + items[..<k])
+}

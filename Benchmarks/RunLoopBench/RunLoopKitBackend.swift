@@ -1,0 +1,165 @@
+#if canImport(RunLoopKit)
+import Dispatch
+import RunLoopKit
+import Synchronization
+
+/// RunLoopKit's `EvRunLoop`: the library under test, driven exactly like the CF backend.
+struct RunLoopKitBackend: Backend {
+    var id: BackendID { .runloopkit }
+    /// R42: a repeating timer stays on its original grid.
+    var catchUp: CatchUpPolicy { .grid }
+
+    func startLoop(onSignal: @escaping @Sendable () -> Void) -> any RunningLoop {
+        RunLoopKitRunningLoop(onSignal: onSignal)
+    }
+
+    // MARK: Timer lateness
+
+    func runRepeatingTimer(intervalNs: UInt64, recorder: LatenessRecorder) {
+        let loop = EvRunLoop.current
+        let interval = Duration.nanoseconds(intervalNs)
+        let fireAt = ContinuousClock.now + interval
+        let due = nowNs() + intervalNs
+        let timer = EvTimer(fireAt: fireAt, interval: interval) { timer in
+            let now = nowNs()
+            if !recorder.fired(atNs: now) { timer.invalidate() }
+        }
+        recorder.start(firstDueNs: due)
+        loop.add(timer, forMode: .default)
+        _ = loop.run(mode: .default, timeout: nil)  // `finished` once the timer is invalidated
+    }
+
+    /// Like CF's: a one-shot timer is invalidated after its callout (R43), so this is a timer
+    /// with a huge interval whose callout sets the next fire date (R44).
+    func runRearmedTimer(delayNs: UInt64, recorder: LatenessRecorder) {
+        let loop = EvRunLoop.current
+        let delay = Duration.nanoseconds(delayNs)
+        let fireAt = ContinuousClock.now + delay
+        let due = nowNs() + delayNs
+        let timer = EvTimer(fireAt: fireAt, interval: .seconds(100_000_000)) { timer in
+            let now = nowNs()
+            guard recorder.fired(atNs: now) else {
+                timer.invalidate()
+                return
+            }
+            let next = ContinuousClock.now + delay
+            recorder.expect(dueNs: nowNs() + delayNs)
+            timer.fireDate = next
+        }
+        recorder.expect(dueNs: due)
+        loop.add(timer, forMode: .default)
+        _ = loop.run(mode: .default, timeout: nil)
+    }
+
+    // MARK: Timer scaling
+
+    func churnTimers(offsetsNs: [UInt64], cancelOrder: [Int]) -> ChurnTimes {
+        let loop = EvRunLoop.current
+        let now = ContinuousClock.now
+        let timers = offsetsNs.map { offset in EvTimer(fireAt: now + .nanoseconds(offset)) { _ in } }
+        let t0 = nowNs()
+        for timer in timers { loop.add(timer, forMode: .default) }
+        let t1 = nowNs()
+        for i in cancelOrder { timers[i].invalidate() }
+        let t2 = nowNs()
+        return ChurnTimes(addNs: t1 - t0, cancelNs: t2 - t1)
+    }
+
+    // MARK: Mode switching
+
+    func switchModes(items: Int, switches: Int) -> UInt64 {
+        let loop = EvRunLoop.current
+        let inner = EvRunLoop.Mode("bench.inner")
+        let now = ContinuousClock.now
+        var timers: [EvTimer] = []
+        var sources: [EvSource] = []
+        for i in 0..<items {
+            timers.append(EvTimer(fireAt: now + .seconds(3600 + i)) { _ in })
+            loop.add(timers[i], forMode: .default)
+            sources.append(EvSource {})
+            loop.add(sources[i], forMode: .default)
+        }
+        let keepInnerAlive = EvTimer(fireAt: now + .seconds(7200)) { _ in }
+        loop.add(keepInnerAlive, forMode: inner)
+        let total = ResultSlot<UInt64>()
+        let trigger = EvSource {
+            let t0 = nowNs()
+            for _ in 0..<switches { _ = loop.run(mode: inner, timeout: .zero) }
+            total.value = nowNs() - t0
+        }
+        loop.add(trigger, forMode: .default)
+        trigger.signal()
+        _ = loop.run(mode: .default, timeout: nil, returnAfterSourceHandled: true)
+        trigger.invalidate()
+        keepInnerAlive.invalidate()
+        timers.forEach { $0.invalidate() }
+        sources.forEach { $0.invalidate() }
+        return total.value ?? 0
+    }
+
+    // MARK: Footprint
+
+    func touchLoop() -> AnyObject? {
+        let loop = EvRunLoop.current
+        loop.add(EvSource {}, forMode: .default)
+        _ = loop.run(mode: .default, timeout: .zero)
+        return nil  // the loop lives in the thread's storage until the thread exits
+    }
+}
+
+/// RunLoopKit's side of `RunningLoop`: `EvRunLoop.current` of a dedicated thread, running the
+/// default mode with no deadline, with one `EvSource`.
+final class RunLoopKitRunningLoop: RunningLoop {
+    /// What the loop thread and the driver share.
+    private final class Control: Sendable {
+        let stopRequested = Atomic<Bool>(false)
+        let exited = DispatchSemaphore(value: 0)
+    }
+
+    private static let postModes: [EvRunLoop.Mode] = [.default]
+    private let loop: EvRunLoop
+    private let source: EvSource
+    private let control: Control
+    private let thread: BenchThread
+
+    init(onSignal: @escaping @Sendable () -> Void) {
+        let ready = DispatchSemaphore(value: 0)
+        let made = ResultSlot<(EvRunLoop, EvSource)>()
+        let control = Control()
+        self.control = control
+        thread = BenchThread(cpu: Pinning.shared.loopCPU) {
+            let loop = EvRunLoop.current
+            let source = EvSource { onSignal() }
+            loop.add(source, forMode: .default)
+            made.value = (loop, source)
+            ready.signal()
+            while !control.stopRequested.load(ordering: .sequentiallyConsistent) {
+                _ = loop.run(mode: .default, timeout: nil)
+            }
+            source.invalidate()
+            control.exited.signal()
+        }
+        ready.wait()
+        (loop, source) = made.value!
+    }
+
+    func signal() {
+        source.signal()
+        loop.wakeUp()
+    }
+
+    func post(_ item: @escaping @Sendable () -> Void, count: Int) {
+        for _ in 0..<count {
+            loop.perform(inModes: Self.postModes, item)
+            loop.wakeUp()
+        }
+    }
+
+    func stop() {
+        control.stopRequested.store(true, ordering: .sequentiallyConsistent)
+        // A stop that lands between two runs does nothing (R28); repeat until the thread is out.
+        repeat { loop.stop() } while control.exited.wait(timeout: .now() + .milliseconds(20)) == .timedOut
+        thread.join()
+    }
+}
+#endif

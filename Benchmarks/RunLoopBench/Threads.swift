@@ -1,0 +1,115 @@
+import CCFRunLoop
+import Foundation
+import Synchronization
+
+/// A dedicated POSIX thread that runs one closure and can be joined. Every loop in the
+/// benchmark runs on one of these, so each backend gets a fresh thread that owns its loop.
+final class BenchThread: Sendable {
+    /// The closure, handed to the new thread as a retained opaque pointer.
+    private final class Job: @unchecked Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+
+    private let handle: pthread_t
+
+    /// Starts `body` on a new thread with the given stack size, pinned to `cpu` if given.
+    init(stackSize: Int = 1 << 20, cpu: Int32? = nil, _ body: @escaping @Sendable () -> Void) {
+        var attr = pthread_attr_t()
+        pthread_attr_init(&attr)
+        defer { pthread_attr_destroy(&attr) }
+        pthread_attr_setstacksize(&attr, stackSize)
+        let job = Unmanaged.passRetained(Job {
+            if let cpu { _ = bench_pin_current_thread(cpu) }
+            body()
+        }).toOpaque()
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, &attr, { raw in
+            let job = Unmanaged<Job>.fromOpaque(raw!).takeRetainedValue()
+            job.body()
+            return nil
+        }, job)
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+        handle = thread
+    }
+
+    /// Waits until the thread's closure has returned.
+    func join() {
+        pthread_join(handle, nil)
+    }
+
+    /// Runs `body` on a new loop thread (pinned to the loop CPU, see `Pinning`), waits for it
+    /// and returns its result.
+    static func run<T: Sendable>(stackSize: Int = 8 << 20, _ body: @escaping @Sendable () -> T) -> T {
+        let slot = ResultSlot<T>()
+        let thread = BenchThread(stackSize: stackSize, cpu: Pinning.shared.loopCPU) { slot.value = body() }
+        thread.join()
+        return slot.value!
+    }
+}
+
+/// Where threads run. Under load from other processes, which core a loop thread happens to
+/// sit on decides its latency more than the backend does; so every loop thread is pinned to
+/// one CPU and the driving thread (trigger, poster) to another, and all backends get the same
+/// treatment. Off with `--no-pin`, or where fewer than two CPUs are allowed.
+final class Pinning: Sendable {
+    static let shared = Pinning()
+
+    private let allowed: [Int32]
+    private let enabled = Atomic<Bool>(true)
+
+    private init() {
+        var cpus = [Int32](repeating: 0, count: 64)
+        let count = Int(bench_allowed_cpus(&cpus, Int32(cpus.count)))
+        allowed = Array(cpus.prefix(count))
+    }
+
+    func disable() { enabled.store(false, ordering: .relaxed) }
+
+    /// The CPU every loop thread runs on, if pinning.
+    var loopCPU: Int32? { isOn ? allowed[1] : nil }
+
+    /// Runs `body` with the calling (driver) thread pinned to the driver CPU, if pinning.
+    func asDriver<T>(_ body: () -> T) -> T {
+        guard isOn else { return body() }
+        _ = bench_pin_current_thread(allowed[0])
+        defer { _ = bench_pin_current_thread(-1) }
+        return body()
+    }
+
+    /// For the report's context.
+    var description: String {
+        isOn ? "loop threads on CPU \(allowed[1]), driver on CPU \(allowed[0])" : "off"
+    }
+
+    private var isOn: Bool { enabled.load(ordering: .relaxed) && allowed.count >= 2 }
+}
+
+/// A value written by one thread and read by another after a join or a semaphore wait, which
+/// orders the two; nothing else touches it.
+final class ResultSlot<T>: @unchecked Sendable {
+    var value: T?
+}
+
+/// The monotonic clock, in nanoseconds (clock_gettime(CLOCK_MONOTONIC)).
+@inline(__always) func nowNs() -> UInt64 { bench_now_ns() }
+
+/// Sleeps for `ns` nanoseconds (nanosleep; the kernel may add its timer slack).
+func pause(ns: UInt64) {
+    var request = timespec(tv_sec: Int(ns / 1_000_000_000), tv_nsec: Int(ns % 1_000_000_000))
+    var remaining = timespec()
+    while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+}
+
+/// A small, fast, seeded random generator (SplitMix64), so runs are repeatable.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
