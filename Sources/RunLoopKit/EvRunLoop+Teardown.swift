@@ -26,14 +26,13 @@ extension EvRunLoop {
         var timers = Array(state.commonTimers.values)
         var observers = state.commonObservers.map(\.observer)
         for modeState in state.modes.values {
-            timers += modeState.timers.removeAll().map(\.timer)
+            timers += modeState.timers.removeAll()
             observers += modeState.observers.map(\.observer)
         }
         for timer in timers {
             timer.state.withLock { timerState in
                 guard timerState.loop === self else { return }
-                timerState.record?.generation &+= 1
-                timerState.record = nil
+                timer.invalidateHeapEntries()
                 timerState.modes = []
                 timerState.loop = nil
             }

@@ -41,13 +41,11 @@ extension EvRunLoop {
                 timerState.loop == nil || timerState.loop === self,
                 "EvRunLoop.add(_:forMode:): this EvTimer is already scheduled in another run loop; a timer belongs to one loop (R39)")
             for mode in modes where !timerState.modes.contains(mode) {
-                let record = timerState.record ?? TimerRecord(timer)
-                timerState.record = record
                 timerState.loop = self
                 timerState.modes.append(mode)
                 let modeState = state.modeState(mode)
                 modeState.timerCount += 1
-                modeState.timers.push(record, at: timerState.fireDate, latest: timerState.latestFireDate, sequence: state.nextSequence())
+                modeState.timers.push(timer, at: timerState.fireDate, latest: timerState.latestFireDate, sequence: state.nextSequence())
                 rearmIfSleeping(for: mode, at: timerState.latestFireDate, &state)
             }
         }
@@ -55,37 +53,37 @@ extension EvRunLoop {
 
     func detach(_ timer: EvTimer, from modes: [Mode], _ state: inout LoopState, _ timerState: inout TimerState) {
         let leaving = modes.filter { timerState.modes.contains($0) }
-        guard !leaving.isEmpty, let record = timerState.record else { return }
+        guard !leaving.isEmpty else { return }
         timerState.modes.removeAll { leaving.contains($0) }
-        for mode in leaving { state.modes[mode]?.timerCount -= 1 }
-        if timerState.modes.isEmpty, state.commonTimers[ObjectIdentifier(timer)] == nil {
-            record.generation &+= 1
-            timerState.record = nil
+        let isCommon = !state.commonTimers.isEmpty && state.commonTimers[ObjectIdentifier(timer)] != nil
+        if timerState.modes.isEmpty && !isCommon {
+            timer.invalidateHeapEntries()
             timerState.loop = nil
         } else {
-            reschedule(&timerState, &state)
+            reschedule(timer, &timerState, &state)
         }
         for mode in leaving {
-            if let modeState = state.modes[mode] { modeState.timers.compactIfMostlyStale(liveCount: modeState.timerCount) }
+            guard let modeState = state.modes[mode] else { continue }
+            modeState.timerCount -= 1
+            modeState.timers.compactIfMostlyStale(liveCount: modeState.timerCount)
         }
     }
 
     func detachEverywhere(_ timer: EvTimer, _ state: inout LoopState, _ timerState: inout TimerState) {
-        state.commonTimers.removeValue(forKey: ObjectIdentifier(timer))
+        if !state.commonTimers.isEmpty { state.commonTimers.removeValue(forKey: ObjectIdentifier(timer)) }
         detach(timer, from: timerState.modes, &state, &timerState)
-        timerState.record?.generation &+= 1
-        timerState.record = nil
+        timer.invalidateHeapEntries()
         timerState.loop = nil
     }
 
     /// The timer's fire date or modes changed: every older heap entry becomes stale and the timer
     /// is pushed again into each of its modes.
-    func reschedule(_ timerState: inout TimerState, _ state: inout LoopState) {
-        guard let record = timerState.record else { return }
-        record.generation &+= 1
+    func reschedule(_ timer: EvTimer, _ timerState: inout TimerState, _ state: inout LoopState) {
+        guard timerState.loop === self else { return }
+        timer.invalidateHeapEntries()
         for mode in timerState.modes {
             let modeState = state.modeState(mode)
-            modeState.timers.push(record, at: timerState.fireDate, latest: timerState.latestFireDate, sequence: state.nextSequence())
+            modeState.timers.push(timer, at: timerState.fireDate, latest: timerState.latestFireDate, sequence: state.nextSequence())
             modeState.timers.compactIfMostlyStale(liveCount: modeState.timerCount)
             rearmIfSleeping(for: mode, at: timerState.latestFireDate, &state)
         }
@@ -105,7 +103,7 @@ extension EvRunLoop {
         var firing: [TimerHeap.Entry] = []
         defer { for entry in firing { modeState.timers.push(entry) } }
         while let top = modeState.timers.peekLive() {
-            guard top.record.isFiring else { return modeState.timers.coalescedWakeUp(startingAt: top) }
+            guard top.timer.isFiring else { return modeState.timers.coalescedWakeUp(startingAt: top) }
             modeState.timers.removeTop()
             firing.append(top)
         }
@@ -121,7 +119,7 @@ extension EvRunLoop {
             var firing: [TimerHeap.Entry] = []
             while let top = modeState.timers.peekLive(), top.deadline <= now {
                 modeState.timers.removeTop()
-                if top.record.isFiring { firing.append(top) } else { due.append(top) }
+                if top.timer.isFiring { firing.append(top) } else { due.append(top) }
             }
             for entry in firing { modeState.timers.push(entry) }
             return due
@@ -130,11 +128,11 @@ extension EvRunLoop {
     }
 
     private func fire(_ entry: TimerHeap.Entry) {
-        let timer = entry.record.timer
+        let timer = entry.timer
         let firedDate: MonotonicTime? = state.withLock { _ in
             timer.state.withLock { timerState in
-                guard entry.isLive, timerState.isValid, !entry.record.isFiring else { return nil }
-                entry.record.isFiring = true
+                guard entry.isLive, timerState.isValid, !timer.isFiring else { return nil }
+                timer.isFiring = true
                 timerState.rescheduled = false
                 return timerState.fireDate
             }
@@ -143,7 +141,7 @@ extension EvRunLoop {
         Callout.timer(timer)
         state.withLock { state in
             timer.state.withLock { timerState in
-                entry.record.isFiring = false
+                timer.isFiring = false
                 guard timerState.isValid else { return }
                 let isBound = timerState.loop === self
                 if timer.interval == .zero {  // R43
@@ -151,7 +149,7 @@ extension EvRunLoop {
                     timerState.isValid = false
                 } else if isBound, !(timerState.rescheduled && timerState.fireDate > firedDate) {  // R44
                     timerState.fireDate = Self.nextFireDate(after: firedDate, every: timer.interval, now: .now())
-                    reschedule(&timerState, &state)
+                    reschedule(timer, &timerState, &state)
                 }
             }
         }

@@ -22,6 +22,20 @@ public final class EvTimer: Sendable {
     public let order: Int
     let handler: @Sendable (EvTimer) -> Void
     let state: Locked<TimerState>
+    /// Heap entries carry the generation they were pushed with; any change of fire date or
+    /// membership bumps it, which makes every older entry stale (lazy deletion, see TimerHeap).
+    /// Atomic because stale entries of a loop the timer has left are still read by that loop.
+    let heapGeneration = Atomic<UInt64>(0)
+    /// True while the handler runs (R59).
+    let firing = Atomic<Bool>(false)
+
+    /// Makes every heap entry of this timer stale.
+    func invalidateHeapEntries() { heapGeneration.add(1, ordering: .relaxed) }
+
+    var isFiring: Bool {
+        get { firing.load(ordering: .relaxed) }
+        set { firing.store(newValue, ordering: .relaxed) }
+    }
 
     /// A timer that first fires at `fireAt`.
     ///
@@ -99,7 +113,7 @@ public final class EvTimer: Sendable {
                 guard timer.isValid else { return }
                 timer.fireDate = date
                 timer.rescheduled = true
-                loop.reschedule(&timer, &loopState)
+                loop.reschedule(self, &timer, &loopState)
             },
             unbound: { timer in
                 if timer.isValid { timer.fireDate = date }
@@ -112,8 +126,6 @@ struct TimerState: ItemMembership, Sendable {
     var fireDate: MonotonicTime
     var tolerance: Duration
     var isValid = true
-    /// The loop's record of this timer while it is bound to a loop.
-    var record: TimerRecord?
     /// Set when the fire date is assigned; lets the fire step see a change made in the handler (R44).
     var rescheduled = false
     var loop: EvRunLoop?

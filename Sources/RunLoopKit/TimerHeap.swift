@@ -1,23 +1,6 @@
-/// A loop's own bookkeeping for one bound timer. Created when the timer is first added to the
-/// loop and dropped when it leaves the loop's last mode.
-///
-/// `@unchecked Sendable`: every mutable field is read and written only while the owning loop's
-/// lock (``EvRunLoop/state``) is held; the record is reachable from the timer's state only so that
-/// code holding both locks can find it.
-final class TimerRecord: @unchecked Sendable {
-    let timer: EvTimer
-    /// Heap entries carry the generation they were pushed with; any change of fire date or
-    /// membership bumps it, which makes every older entry stale (lazy deletion).
-    var generation: UInt64 = 0
-    /// True while the timer's handler runs (R59).
-    var isFiring = false
-
-    init(_ timer: EvTimer) { self.timer = timer }
-}
-
 /// A mode's timers ordered by fire date: a 4-ary min-heap with lazy deletion.
 ///
-/// Adding is O(log n); cancelling only bumps the record's generation (O(1)) and the stale entry
+/// Adding is O(log n); cancelling only bumps the timer's generation (O(1)) and the stale entry
 /// is dropped when it reaches the top or when stale entries outnumber live ones (``compact()``),
 /// so both stay O(log n) amortised at a million timers. Equal fire dates keep the order in which
 /// they were scheduled (a global sequence number breaks ties, as CF's insertion does).
@@ -28,9 +11,10 @@ struct TimerHeap {
         let latest: MonotonicTime
         let sequence: UInt64
         let generation: UInt64
-        let record: TimerRecord
+        let timer: EvTimer
 
-        var isLive: Bool { generation == record.generation }
+        /// Whether the timer has not been rescheduled, moved or cancelled since this entry was pushed.
+        var isLive: Bool { generation == timer.heapGeneration.load(ordering: .relaxed) }
 
         func precedes(_ other: Entry) -> Bool {
             deadline != other.deadline ? deadline < other.deadline : sequence < other.sequence
@@ -41,14 +25,15 @@ struct TimerHeap {
 
     var count: Int { entries.count }
 
-    /// Schedules `record` at `deadline` (fire no later than `latest`) with its current generation.
-    mutating func push(_ record: TimerRecord, at deadline: MonotonicTime, latest: MonotonicTime, sequence: UInt64) {
-        entries.append(Entry(deadline: deadline, latest: latest, sequence: sequence, generation: record.generation, record: record))
+    /// Schedules `timer` at `deadline` (fire no later than `latest`) with its current generation.
+    mutating func push(_ timer: EvTimer, at deadline: MonotonicTime, latest: MonotonicTime, sequence: UInt64) {
+        let generation = timer.heapGeneration.load(ordering: .relaxed)
+        entries.append(Entry(deadline: deadline, latest: latest, sequence: sequence, generation: generation, timer: timer))
         siftUp(entries.count - 1)
     }
 
     mutating func push(_ entry: Entry) {
-        push(entry.record, at: entry.deadline, latest: entry.latest, sequence: entry.sequence)
+        push(entry.timer, at: entry.deadline, latest: entry.latest, sequence: entry.sequence)
     }
 
     /// R46: when to wake so that every timer fires within its tolerance, waking as late as that
@@ -61,7 +46,7 @@ struct TimerHeap {
         while let index = pending.popLast() {
             let entry = entries[index]
             guard entry.deadline < wake else { continue }
-            if entry.isLive && !entry.record.isFiring { wake = min(wake, entry.latest) }
+            if entry.isLive && !entry.timer.isFiring { wake = min(wake, entry.latest) }
             let first = 4 * index + 1
             if first < entries.count { pending.append(contentsOf: first..<min(first + 4, entries.count)) }
         }
@@ -94,10 +79,10 @@ struct TimerHeap {
         for index in stride(from: (entries.count - 2) / 4, through: 0, by: -1) { siftDown(index) }
     }
 
-    /// Drops every entry (teardown), returning the distinct live timers.
-    mutating func removeAll() -> [TimerRecord] {
+    /// Drops every entry (teardown), returning the timers of the live ones.
+    mutating func removeAll() -> [EvTimer] {
         defer { entries = [] }
-        return entries.filter(\.isLive).map(\.record)
+        return entries.filter(\.isLive).map(\.timer)
     }
 
     private mutating func siftUp(_ start: Int) {
