@@ -114,7 +114,7 @@ extension EvRunLoop {
             waiting.store(false, ordering: .releasing)
             state.withLock { $0.sleepDeadline = nil }
         }
-        collectReadiness()
+        if reasons.contains(.watcher) { collectReadiness() }
         return reasons.contains(.mainQueue) && backend.value.takeMainQueueSignal()
     }
 

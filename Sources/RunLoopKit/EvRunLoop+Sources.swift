@@ -89,12 +89,16 @@ extension EvRunLoop {
         }
     }
 
-    /// R33, R34: performs the signalled sources of `mode` in (order, signal time) order; with
-    /// `stopAfterOne`, only the first. Returns whether any source was performed.
+    /// R33, R34: performs the signalled sources of `run`'s mode in (order, signal time) order; with
+    /// `returnAfterSourceHandled`, only the first. Returns whether any source was performed.
     func performSignalledSources(_ run: RunContext) -> Bool {
         guard hasHint(Hint.signalledSources) else { return false }
         let mode = run.mode
-        let candidates: [EvSource] = state.withLock { state in
+        let work: SignalledWork = state.withLock { state in
+            // The common case, one signalled source: take it at once, no list to build.
+            if state.signalled.count == 1, let source = state.signalled.values.first {
+                return take(source, in: mode, &state) ? .taken(source) : .none
+            }
             var ready: [(order: Int, sequence: UInt64, source: EvSource)] = []
             for source in state.signalled.values {
                 source.state.withLock { sourceState in
@@ -103,26 +107,42 @@ extension EvRunLoop {
                     }
                 }
             }
-            if ready.count == 1 { return [ready[0].source] }
-            return ready.sorted { ($0.order, $0.sequence) < ($1.order, $1.sequence) }.map(\.source)
+            return .candidates(ready.sorted { ($0.order, $0.sequence) < ($1.order, $1.sequence) }.map(\.source))
         }
-        var performed = false
-        for source in candidates {
-            // The flag is cleared just before the callout, so a signal during it runs it again later.
-            let stillSignalled = state.withLock { state in
-                source.state.withLock { sourceState in
-                    guard sourceState.isSignalled, sourceState.isValid else { return false }
-                    sourceState.isSignalled = false
-                    state.signalled.removeValue(forKey: ObjectIdentifier(source))
-                    if state.signalled.isEmpty { clearHint(Hint.signalledSources) }
-                    return true
-                }
-            }
-            guard stillSignalled else { continue }
+        switch work {
+        case .none:
+            return false
+        case .taken(let source):
             Callout.sourcePerform(source)
-            performed = true
-            if run.returnAfterSourceHandled { break }
+            return true
+        case .candidates(let sources):
+            var performed = false
+            for source in sources where state.withLock({ take(source, in: nil, &$0) }) {
+                Callout.sourcePerform(source)
+                performed = true
+                if run.returnAfterSourceHandled { break }
+            }
+            return performed
         }
-        return performed
+    }
+
+    private enum SignalledWork {
+        case none
+        case taken(EvSource)
+        case candidates([EvSource])
+    }
+
+    /// Clears the source's signalled flag just before its callout, so a signal during the callout
+    /// runs it again later (R33); false if it is no longer signalled, valid or (with `mode`) in it.
+    private func take(_ source: EvSource, in mode: Mode?, _ state: inout LoopState) -> Bool {
+        let taken = source.state.withLock { sourceState in
+            guard sourceState.isSignalled, sourceState.isValid, mode.map(sourceState.modes.contains) ?? true else { return false }
+            sourceState.isSignalled = false
+            return true
+        }
+        guard taken else { return false }
+        state.signalled.removeValue(forKey: ObjectIdentifier(source))
+        if state.signalled.isEmpty { clearHint(Hint.signalledSources) }
+        return true
     }
 }

@@ -113,8 +113,9 @@ extension EvRunLoop {
     /// R40–R45: fires every due timer of `mode`, in fire-date order, each once.
     func fireDueTimers(_ run: RunContext) {
         let modeState = run.modeState
-        let now = MonotonicTime.now()
         let due: [TimerHeap.Entry] = state.withLock { _ in
+            guard modeState.timers.peekLive() != nil else { return [] }  // no clock read without timers
+            let now = MonotonicTime.now()
             var due: [TimerHeap.Entry] = []
             var firing: [TimerHeap.Entry] = []
             while let top = modeState.timers.peekLive(), top.deadline <= now {
