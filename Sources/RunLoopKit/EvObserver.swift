@@ -55,5 +55,5 @@ struct ObserverState: ItemMembership, Sendable {
     /// True while its handler runs (R51).
     var isFiring = false
     var loop: EvRunLoop?
-    var modes: [EvRunLoop.Mode] = []
+    var modes = ModeList()
 }

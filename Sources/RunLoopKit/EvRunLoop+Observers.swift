@@ -40,7 +40,7 @@ extension EvRunLoop {
         }
     }
 
-    func attach(_ observer: EvObserver, to modes: [Mode], _ state: inout LoopState) {
+    func attach(_ observer: EvObserver, to modes: ModeList, _ state: inout LoopState) {
         observer.state.withLock { observerState in
             guard observerState.isValid else { return }
             require(
@@ -60,10 +60,10 @@ extension EvRunLoop {
         }
     }
 
-    func detach(_ observer: EvObserver, from modes: [Mode], _ state: inout LoopState, _ observerState: inout ObserverState) {
-        let leaving = modes.filter { observerState.modes.contains($0) }
-        observerState.modes.removeAll { leaving.contains($0) }
-        for mode in leaving { state.modes[mode]?.observers.removeAll { $0.observer === observer } }
+    func detach(_ observer: EvObserver, from modes: ModeList, _ state: inout LoopState, _ observerState: inout ObserverState) {
+        let leaving = modes.selecting { observerState.modes.contains($0) }
+        observerState.modes.remove(leaving)
+        for mode in leaving { state.existingModeState(mode)?.observers.removeAll { $0.observer === observer } }
         let id = ObjectIdentifier(observer)
         if observerState.modes.isEmpty, !state.commonObservers.contains(where: { $0.id == id }) {
             observerState.loop = nil

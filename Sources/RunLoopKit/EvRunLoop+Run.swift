@@ -38,7 +38,7 @@ extension EvRunLoop {
         let deadline = timeout.map { pollOnly ? start : start.adding($0) } ?? .distantFuture
         let entered: RunContext? = state.withLock { state in
             let servicesMainQueue = isMain && state.commonModes.contains(mode) && !state.isServicingMainQueue
-            guard let modeState = state.modes[mode], servicesMainQueue || !state.isEmpty(modeState) else { return nil }
+            guard let modeState = state.existingModeState(mode), servicesMainQueue || !state.isEmpty(modeState) else { return nil }
             state.runs.append(RunFrame(mode: mode))
             return RunContext(
                 mode: mode, modeState: modeState, frame: state.runs.count - 1, deadline: deadline, pollOnly: pollOnly,

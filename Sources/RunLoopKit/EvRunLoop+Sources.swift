@@ -5,7 +5,7 @@ extension EvRunLoop {
     ///
     /// - Precondition: the source is not in another run loop.
     public func add(_ source: EvSource, forMode mode: Mode) {
-        let joined: [Mode] = state.withLock { state in
+        let joined: ModeList = state.withLock { state in
             guard !state.isDead, source.isValid else { return [] }
             if mode == .common, state.commonSources.updateValue(source, forKey: ObjectIdentifier(source)) != nil { return [] }
             return attach(source, to: state.expand(mode), &state)
@@ -16,7 +16,7 @@ extension EvRunLoop {
     /// Removes `source` from `mode` (for ``Mode/common``, from the common items and every common
     /// mode, R14), calling its `cancel` handler once per mode it leaves (R36). Safe from any thread.
     public func remove(_ source: EvSource, forMode mode: Mode) {
-        let left: [Mode] = state.withLock { state in
+        let left: ModeList = state.withLock { state in
             let wasCommon = mode == .common && state.commonSources.removeValue(forKey: ObjectIdentifier(source)) != nil
             guard mode != .common || wasCommon else { return [] }
             return source.state.withLock { sourceState in
@@ -37,16 +37,16 @@ extension EvRunLoop {
     }
 
     /// Adds the source to those of `modes` it is not in yet; returns them.
-    func attach(_ source: EvSource, to modes: [Mode], _ state: inout LoopState) -> [Mode] {
+    func attach(_ source: EvSource, to modes: ModeList, _ state: inout LoopState) -> ModeList {
         source.state.withLock { sourceState in
             guard sourceState.isValid else { return [] }
             require(
                 sourceState.loop == nil || sourceState.loop === self,
                 "EvRunLoop.add(_:forMode:): this EvSource is already scheduled in another run loop; a source belongs to one loop")
-            let joining = modes.filter { !sourceState.modes.contains($0) }
+            let joining = modes.selecting { !sourceState.modes.contains($0) }
             guard !joining.isEmpty else { return [] }
             sourceState.loop = self
-            sourceState.modes += joining
+            for mode in joining { sourceState.modes.append(mode) }
             for mode in joining { state.modeState(mode).sourceCount += 1 }
             let id = ObjectIdentifier(source)
             state.sources[id] = source
@@ -59,10 +59,10 @@ extension EvRunLoop {
     }
 
     /// Removes the source from those of `modes` it is in; returns them.
-    func detach(_ source: EvSource, from modes: [Mode], _ state: inout LoopState, _ sourceState: inout SourceState) -> [Mode] {
-        let leaving = modes.filter { sourceState.modes.contains($0) }
-        sourceState.modes.removeAll { leaving.contains($0) }
-        for mode in leaving { state.modes[mode]?.sourceCount -= 1 }
+    func detach(_ source: EvSource, from modes: ModeList, _ state: inout LoopState, _ sourceState: inout SourceState) -> ModeList {
+        let leaving = modes.selecting { sourceState.modes.contains($0) }
+        sourceState.modes.remove(leaving)
+        for mode in leaving { state.existingModeState(mode)?.sourceCount -= 1 }
         let id = ObjectIdentifier(source)
         if sourceState.modes.isEmpty, state.commonSources[id] == nil {
             sourceState.loop = nil

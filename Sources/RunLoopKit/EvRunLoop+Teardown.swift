@@ -1,13 +1,13 @@
 extension EvRunLoop {
     /// Unbinds every item from this dying loop (R4) and returns the sources with the modes they
     /// were in, for their cancel callouts (R36).
-    func detachAllItems(_ state: inout LoopState) -> [(EvSource, [Mode])] {
-        var cancelled: [(EvSource, [Mode])] = []
+    func detachAllItems(_ state: inout LoopState) -> [(EvSource, ModeList)] {
+        var cancelled: [(EvSource, ModeList)] = []
         for source in state.sources.values {
             source.state.withLock { sourceState in
                 guard sourceState.loop === self else { return }
                 cancelled.append((source, sourceState.modes))
-                sourceState.modes = []
+                sourceState.modes = ModeList()
                 sourceState.loop = nil
             }
         }
@@ -16,7 +16,7 @@ extension EvRunLoop {
             core.state.withLock { sourceState in
                 guard sourceState.loop === self else { return }
                 if case .signal(let signal) = core.kind { SignalOwnership.release(signal, for: self) }
-                sourceState.modes = []
+                sourceState.modes = ModeList()
                 sourceState.loop = nil
                 sourceState.pendingEvents = 0
                 orphans.append(core)
@@ -33,14 +33,14 @@ extension EvRunLoop {
             timer.state.withLock { timerState in
                 guard timerState.loop === self else { return }
                 timer.invalidateHeapEntries()
-                timerState.modes = []
+                timerState.modes = ModeList()
                 timerState.loop = nil
             }
         }
         for observer in observers {
             observer.state.withLock { observerState in
                 guard observerState.loop === self else { return }
-                observerState.modes = []
+                observerState.modes = ModeList()
                 observerState.loop = nil
             }
         }

@@ -34,7 +34,7 @@ extension EvRunLoop {
         }
     }
 
-    func attach(_ timer: EvTimer, to modes: [Mode], _ state: inout LoopState) {
+    func attach(_ timer: EvTimer, to modes: ModeList, _ state: inout LoopState) {
         timer.state.withLock { timerState in
             guard timerState.isValid else { return }
             require(
@@ -51,10 +51,10 @@ extension EvRunLoop {
         }
     }
 
-    func detach(_ timer: EvTimer, from modes: [Mode], _ state: inout LoopState, _ timerState: inout TimerState) {
-        let leaving = modes.filter { timerState.modes.contains($0) }
+    func detach(_ timer: EvTimer, from modes: ModeList, _ state: inout LoopState, _ timerState: inout TimerState) {
+        let leaving = modes.selecting { timerState.modes.contains($0) }
         guard !leaving.isEmpty else { return }
-        timerState.modes.removeAll { leaving.contains($0) }
+        timerState.modes.remove(leaving)
         let isCommon = !state.commonTimers.isEmpty && state.commonTimers[ObjectIdentifier(timer)] != nil
         if timerState.modes.isEmpty && !isCommon {
             timer.invalidateHeapEntries()
@@ -63,7 +63,7 @@ extension EvRunLoop {
             reschedule(timer, &timerState, &state)
         }
         for mode in leaving {
-            guard let modeState = state.modes[mode] else { continue }
+            guard let modeState = state.existingModeState(mode) else { continue }
             modeState.timerCount -= 1
             modeState.timers.compactIfMostlyStale(liveCount: modeState.timerCount)
         }

@@ -43,20 +43,20 @@ extension EvRunLoop {
         }
     }
 
-    func attach(_ core: EvSource1Core, to modes: [Mode], _ state: inout LoopState) {
+    func attach(_ core: EvSource1Core, to modes: ModeList, _ state: inout LoopState) {
         core.state.withLock { sourceState in
             guard sourceState.isValid else { return }
             require(
                 sourceState.loop == nil || sourceState.loop === self,
                 "EvRunLoop.add(_:forMode:): this version-1 source is already scheduled in another run loop")
-            let joining = modes.filter { !sourceState.modes.contains($0) }
+            let joining = modes.selecting { !sourceState.modes.contains($0) }
             guard !joining.isEmpty else { return }
             let id = ObjectIdentifier(core)
             if sourceState.loop == nil, case .signal(let signal) = core.kind {
                 SignalOwnership.claim(signal, for: self)
             }
             sourceState.loop = self
-            sourceState.modes += joining
+            for mode in joining { sourceState.modes.append(mode) }
             state.source1s[id] = core
             for mode in joining {
                 let modeState = state.modeState(mode)
@@ -68,14 +68,14 @@ extension EvRunLoop {
         }
     }
 
-    func detach(_ core: EvSource1Core, from modes: [Mode], _ state: inout LoopState, _ sourceState: inout Source1State) {
-        let leaving = modes.filter { sourceState.modes.contains($0) }
+    func detach(_ core: EvSource1Core, from modes: ModeList, _ state: inout LoopState, _ sourceState: inout Source1State) {
+        let leaving = modes.selecting { sourceState.modes.contains($0) }
         guard !leaving.isEmpty else { return }
         let id = ObjectIdentifier(core)
-        sourceState.modes.removeAll { leaving.contains($0) }
+        sourceState.modes.remove(leaving)
         for mode in leaving {
-            state.modes[mode]?.sourceCount -= 1
-            state.modes[mode]?.watchedSources.removeValue(forKey: id)
+            state.existingModeState(mode)?.sourceCount -= 1
+            state.existingModeState(mode)?.watchedSources.removeValue(forKey: id)
         }
         state.watches.syncedMode = nil
         if sourceState.modes.isEmpty, state.commonSource1s[id] == nil {

@@ -118,7 +118,7 @@ public final class EvRunLoop: Sendable {
     /// Tears the loop down when its thread exits (R4): cancel callouts for its sources, every item
     /// released, the libev loop destroyed and its descriptors closed.
     func tearDown() {
-        let cancelled: [(EvSource, [Mode])] = state.withLock { state in
+        let cancelled: [(EvSource, ModeList)] = state.withLock { state in
             state.isDead = true
             return detachAllItems(&state)
         }

@@ -62,7 +62,7 @@ public final class EvSource: Sendable {
     /// Removes the source from every mode (calling `cancel` for each) and disables it for good:
     /// it never performs again and signalling it does nothing (R36). Safe from any thread.
     public func invalidate() {
-        let left: (EvRunLoop, [EvRunLoop.Mode])? = withItemAndLoopLocked(
+        let left: (EvRunLoop, ModeList)? = withItemAndLoopLocked(
             state,
             bound: { loop, loopState, source in
                 let modes = source.modes
@@ -89,5 +89,5 @@ struct SourceState: ItemMembership, Sendable {
     /// When it was signalled, to order equal `order`s (R33).
     var signalSequence: UInt64 = 0
     var loop: EvRunLoop?
-    var modes: [EvRunLoop.Mode] = []
+    var modes = ModeList()
 }

@@ -129,7 +129,7 @@ struct TimerState: ItemMembership, Sendable {
     /// Set when the fire date is assigned; lets the fire step see a change made in the handler (R44).
     var rescheduled = false
     var loop: EvRunLoop?
-    var modes: [EvRunLoop.Mode] = []
+    var modes = ModeList()
 
     /// The latest the loop may fire the timer: its fire date plus its tolerance (R46).
     var latestFireDate: MonotonicTime { fireDate.adding(tolerance) }

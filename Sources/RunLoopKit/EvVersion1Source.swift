@@ -62,7 +62,7 @@ public final class EvSource1Core: Sendable {
 struct Source1State: ItemMembership, Sendable {
     var isValid = true
     var loop: EvRunLoop?
-    var modes: [EvRunLoop.Mode] = []
+    var modes = ModeList()
     /// Readiness not handled yet (libev's event bits; ports use ``EvBackend/readable``).
     var pendingEvents: Int32 = 0
     /// When it became ready, so ready sources are handled first come, first served.

@@ -4,7 +4,7 @@ import Synchronization
 /// observers so that one helper can lock an item together with its loop.
 protocol ItemMembership {
     var loop: EvRunLoop? { get set }
-    var modes: [EvRunLoop.Mode] { get set }
+    var modes: ModeList { get set }
 }
 
 /// Locks an item's run loop (if it is bound to one) and then the item itself — always in that

@@ -39,15 +39,25 @@ struct LoopState {
     var isDead = false
 
     init() {
-        modes = [.default: ModeState(.default)]
+        defaultMode = ModeState(.default)
+        modes = [.default: defaultMode]
     }
+
+    /// The default mode's state, kept apart so the commonest lookup hashes nothing.
+    let defaultMode: ModeState
 
     /// The state of `mode`, creating the mode if asked (R7).
     mutating func modeState(_ mode: EvRunLoop.Mode) -> ModeState {
+        if mode == .default { return defaultMode }
         if let existing = modes[mode] { return existing }
         let created = ModeState(mode)
         modes[mode] = created
         return created
+    }
+
+    /// The state of `mode` if it exists.
+    func existingModeState(_ mode: EvRunLoop.Mode) -> ModeState? {
+        mode == .default ? defaultMode : modes[mode]
     }
 
     /// R16: no sources, no timers, no pending block for it (observers do not count).
@@ -57,8 +67,8 @@ struct LoopState {
     }
 
     /// The modes an item added to `mode` lands in: the common set for `.common` (R12).
-    func expand(_ mode: EvRunLoop.Mode) -> [EvRunLoop.Mode] {
-        mode == .common ? Array(commonModes) : [mode]
+    func expand(_ mode: EvRunLoop.Mode) -> ModeList {
+        mode == .common ? ModeList(commonModes) : [mode]
     }
 }
 

@@ -5,16 +5,23 @@ extension EvRunLoop {
     /// made common (R7). ``default`` always exists; ``common`` is the pseudo-mode that stands
     /// for every mode in the loop's common set (R11–R15) and cannot itself be run (R10).
     public struct Mode: Hashable, Sendable, CustomStringConvertible {
-        /// The mode's name.
-        public let name: String
+        /// The name's number in the process-wide table of mode names. A mode is only this number,
+        /// so copying, comparing and hashing one is as cheap as an `Int` (no string to retain).
+        private let id: Int
 
-        /// A mode named `name`.
+        /// A mode named `name`. Equal names give equal modes.
         ///
         /// - Precondition: `name` is not empty.
         public init(_ name: String) {
             require(!name.isEmpty, "EvRunLoop.Mode.init: a mode name must not be empty")
-            self.name = name
+            id = ModeNames.number(for: name)
         }
+
+        /// The mode's name.
+        public var name: String { ModeNames.name(of: id) }
+
+        public static func == (lhs: Mode, rhs: Mode) -> Bool { lhs.id == rhs.id }
+        public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
         /// The default mode, `kCFRunLoopDefaultMode`. Always in the common set (R11).
         public static let `default` = Mode("kCFRunLoopDefaultMode")
@@ -74,5 +81,29 @@ extension EvRunLoop {
             case .handledSource: "handledSource"
             }
         }
+    }
+}
+
+/// The process-wide table that numbers mode names (see ``EvRunLoop/Mode``). Names are never
+/// removed, as CF never removes a mode from a loop; the table grows with distinct names only.
+enum ModeNames {
+    private struct Table {
+        var numbers: [String: Int] = [:]
+        var names: [String] = []
+    }
+
+    private static let table = Locked(Table())
+
+    static func number(for name: String) -> Int {
+        table.withLock { table in
+            if let number = table.numbers[name] { return number }
+            table.names.append(name)
+            table.numbers[name] = table.names.count - 1
+            return table.names.count - 1
+        }
+    }
+
+    static func name(of number: Int) -> String {
+        table.withLock { $0.names[number] }
     }
 }

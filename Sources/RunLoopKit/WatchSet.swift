@@ -18,7 +18,7 @@ extension EvRunLoop {
     func syncWatchers(for mode: Mode, _ state: inout LoopState) {
         guard state.watches.syncedMode != mode else { return }
         let backend = backend.value
-        var wanted = state.modes[mode]?.watchedSources ?? [:]
+        var wanted = state.existingModeState(mode)?.watchedSources ?? [:]
         for (id, source) in state.source1s {
             if case .signal = source.kind { wanted[id] = source }
         }
