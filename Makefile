@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build test test-tsan test-asan bench gate clean
+.PHONY: deps build test test-tsan test-asan bench gate readme-performance clean
 
 deps:
 	@dpkg -s libev-dev >/dev/null 2>&1 || { \
@@ -35,6 +35,10 @@ bench: deps
 ## make gate: the CI performance gate (ratios against limits in Benchmarks/gate.json).
 gate: deps
 	$(SWIFT) run -c release runloop-bench gate
+
+## make readme-performance: rerun the benchmark and rewrite the README's performance section.
+readme-performance: deps
+	Benchmarks/update-readme.sh
 
 clean:
 	rm -rf .build
