@@ -15,6 +15,7 @@ public final class EvFileDescriptorSource: EvVersion1Source {
     /// What a descriptor is ready for.
     public struct Readiness: OptionSet, Sendable, Hashable {
         public let rawValue: Int32
+        /// Readiness from libev's event bits.
         public init(rawValue: Int32) { self.rawValue = rawValue }
         /// Reading will not block.
         public static let readable = Readiness(rawValue: EvBackend.readable)
@@ -28,6 +29,7 @@ public final class EvFileDescriptorSource: EvVersion1Source {
     public let fileDescriptor: Int32
     /// The readiness watched for.
     public let events: Readiness
+    /// The engine part of this source (see ``EvVersion1Source``).
     public let source1Core: EvSource1Core
 
     /// A source for `fileDescriptor` becoming ready for `events`.

@@ -9,6 +9,7 @@ import Synchronization
 /// A port keeps its modes from being empty even with nothing queued, so a port is the classic
 /// way to keep a thread's loop alive.
 public final class EvMessagePort<Message: Sendable>: EvVersion1Source {
+    /// The engine part of this source (see ``EvVersion1Source``).
     public let source1Core: EvSource1Core
     private let queue: PortQueue<Message>
 

@@ -5,6 +5,7 @@ public enum EvRunLoopError: Error, Sendable, Equatable, CustomStringConvertible 
     /// libev could not create an event backend; the text says which call failed.
     case backendUnavailable(String)
 
+    /// A sentence that says what failed and why.
     public var description: String {
         switch self {
         case .outOfFileDescriptors:

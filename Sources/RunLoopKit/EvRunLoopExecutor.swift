@@ -31,6 +31,7 @@ public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
         loop.wakeUp()
     }
 
+    /// This executor, compared by ``isSameExclusiveExecutionContext(other:)`` (same loop, same thread).
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
         UnownedSerialExecutor(complexEquality: self)
     }

@@ -15,6 +15,7 @@ import Musl
 public final class EvSignalSource: EvVersion1Source {
     /// The signal number.
     public let signal: Int32
+    /// The engine part of this source (see ``EvVersion1Source``).
     public let source1Core: EvSource1Core
 
     /// A source for `signal`.

@@ -80,6 +80,7 @@ public enum EvSourceError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The thread of the port's run loop has exited; the message was not queued.
     case loopExited
 
+    /// A sentence that names the call and what was wrong.
     public var description: String {
         switch self {
         case .badFileDescriptor(let fd): "EvFileDescriptorSource: file descriptor \(fd) is not open"

@@ -20,7 +20,9 @@ extension EvRunLoop {
         /// The mode's name.
         public var name: String { ModeNames.name(of: id) }
 
+        /// Modes with the same name are equal.
         public static func == (lhs: Mode, rhs: Mode) -> Bool { lhs.id == rhs.id }
+        /// Hashes the mode's number, never its name.
         public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
         /// The default mode, `kCFRunLoopDefaultMode`. Always in the common set (R11).
@@ -29,12 +31,14 @@ extension EvRunLoop {
         /// The common-modes pseudo-mode, `kCFRunLoopCommonModes` (R12–R15).
         public static let common = Mode("kCFRunLoopCommonModes")
 
+        /// The mode's name.
         public var description: String { name }
     }
 
     /// The phases of a run that observers can watch (CF: `CFRunLoopActivity`, same bit values).
     public struct Activity: OptionSet, Sendable, Hashable, CustomStringConvertible {
         public let rawValue: UInt32
+        /// Activities from CF's `CFRunLoopActivity` bits.
         public init(rawValue: UInt32) { self.rawValue = rawValue }
 
         /// A run begins (R19).
@@ -52,6 +56,7 @@ extension EvRunLoop {
         /// Every activity.
         public static let allActivities = Activity(rawValue: 0x0FFF_FFFF)
 
+        /// The activities' names, joined by `|`.
         public var description: String {
             let names: [(Activity, String)] = [
                 (.entry, "entry"), (.beforeTimers, "beforeTimers"), (.beforeSources, "beforeSources"),
@@ -73,6 +78,7 @@ extension EvRunLoop {
         /// A source was handled and `returnAfterSourceHandled` was requested (R24.1).
         case handledSource = 4
 
+        /// The result's name.
         public var description: String {
             switch self {
             case .finished: "finished"
