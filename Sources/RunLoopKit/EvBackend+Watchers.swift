@@ -1,4 +1,9 @@
 import CLibev
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Watchers for version-1 sources: an `ev_io` per file-descriptor source and an `ev_signal` per
 /// signal source. Each is identified by a token; when libev reports it during a wait, the token
@@ -36,7 +41,14 @@ extension EvBackend {
 
     func startWatcher(_ token: Int) {
         switch watchers[token] {
-        case .io(let watcher): ev_io_start(loop, watcher)
+        case .io(let watcher):
+            // libev (built with assertions, as Debian's is) aborts on a watcher whose descriptor
+            // was closed behind its back; report that as an error readiness instead.
+            guard fcntl(watcher.pointee.fd, F_GETFD) != -1 else {
+                noteReady(clibev_get_data(watcher), Self.failed)
+                return
+            }
+            ev_io_start(loop, watcher)
         case .signal(let watcher): ev_signal_start(loop, watcher)
         case nil: break
         }
@@ -60,6 +72,9 @@ extension EvBackend {
         }
     }
 
+    /// Whether a watcher reported readiness not yet taken with ``takeReady()``.
+    var hasReady: Bool { !ready.isEmpty }
+
     /// The watchers that fired since the last call, in the order they fired.
     func takeReady() -> [(token: Int, events: Int32)] {
         defer { ready.removeAll(keepingCapacity: true) }
@@ -77,7 +92,7 @@ extension EvBackend {
         Unmanaged<EvBackend>.fromOpaque(ev_userdata(loop)).takeUnretainedValue()
     }
 
-    private func noteReady(_ data: UnsafeMutableRawPointer?, _ events: Int32) {
+    func noteReady(_ data: UnsafeMutableRawPointer?, _ events: Int32) {
         let token = Int(bitPattern: data)
         if let index = ready.firstIndex(where: { $0.token == token }) {
             ready[index].events |= events

@@ -99,7 +99,7 @@ extension EvRunLoop {
         let mustNotBlock: Bool = state.withLock { state in
             syncWatchers(for: run.mode, &state)
             // A ready version-1 source (a port with messages) is like a kernel event already there.
-            if poll || hasReadySource1(run, &state) { return true }
+            if poll || hasReadySource1(run, &state) || backend.value.hasReady { return true }
             let deadline = min(nextTimerWakeUp(run.modeState), run.deadline)
             state.sleepDeadline = deadline
             backend.value.setDeadline(deadline)
@@ -114,7 +114,7 @@ extension EvRunLoop {
             waiting.store(false, ordering: .releasing)
             state.withLock { $0.sleepDeadline = nil }
         }
-        if reasons.contains(.watcher) { collectReadiness() }
+        if backend.value.hasReady { collectReadiness() }
         return reasons.contains(.mainQueue) && backend.value.takeMainQueueSignal()
     }
 

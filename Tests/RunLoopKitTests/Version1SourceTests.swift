@@ -77,6 +77,31 @@ import Testing
         #expect(!source.isValid)
     }
 
+    @Test func descriptorClosedWhileWatchedIsReportedOnceAsAnErrorAndTheSourceLeaves() throws {
+        var pipeEnds: [Int32] = [0, 0]
+        #expect(pipe(&pipeEnds) == 0)
+        let fds = pipeEnds
+        defer { close(fds[1]) }
+        let events = EventLog<EvFileDescriptorSource.Readiness>()
+        let source = try EvFileDescriptorSource(fileDescriptor: fds[0], events: .readable) { events.append($0) }
+        let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
+            let other = EvRunLoop.Mode("other")
+            loop.add(source, forMode: .default)
+            loop.add(keepAliveTimer(), forMode: other)
+            _ = loop.run(mode: .default, timeout: .zero)  // the descriptor is now watched
+            close(fds[0])  // closed behind the watcher's back
+            _ = loop.run(mode: other, timeout: .zero)  // the watcher stops ...
+            // ... and restarts on a dead descriptor: libev reports an error, the handler sees it
+            // once, the source invalidates itself and the mode, now empty, finishes.
+            let first = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            let second = loop.run(mode: .default, timeout: .zero)
+            return [first, second]
+        }
+        #expect(results == [.handledSource, .finished])
+        #expect(events.all == [.error])
+        #expect(!source.isValid)
+    }
+
     @Test func badDescriptorsThrow() {
         #expect(throws: EvSourceError.badFileDescriptor(-1)) {
             try EvFileDescriptorSource(fileDescriptor: -1, events: .readable) { _ in }
