@@ -1,0 +1,359 @@
+import Foundation
+import RunLoopKit
+import Testing
+
+/// Timers, semantics.md R39–R47. No test asserts how soon a timer fires: only order, counts and
+/// fire-date arithmetic.
+@Suite struct TimerRuleTests {
+    private static let tracking = EvRunLoop.Mode("rules-b.timers.tracking")
+    private static let other = EvRunLoop.Mode("rules-b.timers.other")
+
+    // MARK: R39
+
+    @Test func R39_timerKeepsItsPropertiesAndIsOneTimerAcrossItsModes() {
+        let outcome = onLoopThread { loop -> (fires: [Int], inBoth: Bool, moved: Bool) in
+            let fireAt = ContinuousClock.now - .milliseconds(1)
+            let fires = EventLog<Int>()
+            // Due now; its next slot is an hour away, so only sharing the schedule explains one fire.
+            let timer = EvTimer(fireAt: fireAt, interval: .seconds(3600), tolerance: .milliseconds(7), order: 5) { _ in
+                fires.append(1)
+            }
+            loop.add(timer, forMode: Self.tracking)
+            loop.add(timer, forMode: Self.other)
+            let inBoth = loop.contains(timer, forMode: Self.tracking) && loop.contains(timer, forMode: Self.other)
+            loop.run(mode: Self.tracking, timeout: .zero)
+            let afterFirst = fires.count
+            loop.run(mode: Self.other, timeout: .zero)
+            return ([afterFirst, fires.count], inBoth, timer.fireDate == fireAt + .seconds(3600))
+        }
+        #expect(outcome.fires == [1, 1])
+        #expect(outcome.inBoth)
+        #expect(outcome.moved)
+
+        let timer = EvTimer(fireAt: .now, interval: .milliseconds(30), tolerance: .milliseconds(7), order: 5) { _ in }
+        #expect(timer.interval == .milliseconds(30))
+        #expect(timer.tolerance == .milliseconds(7))
+        #expect(timer.order == 5)
+        #expect(timer.repeats)
+        #expect(!EvTimer(after: .zero) { _ in }.repeats)
+    }
+
+    @Test func R39_addingATimerToASecondLoopStopsWithAMessage() async {
+        await #expect(processExitsWith: .failure) {
+            let timer = EvTimer(after: .seconds(3600)) { _ in }
+            EvRunLoop.main.add(timer, forMode: .default)
+            let done = DispatchSemaphore(value: 0)
+            let thread = Thread {
+                EvRunLoop.current.add(timer, forMode: .default)  // a second loop: stops here
+                done.signal()
+            }
+            thread.start()
+            done.wait()
+        }
+    }
+
+    // MARK: R40
+
+    @Test func R40_dueTimersFireInFireDateOrderInOneHandlingStep() {
+        let log = onLoopThread { loop -> [String] in
+            let log = EventLog<String>()
+            loop.add(activityRecorderStrings(log), forMode: .default)
+            let now = ContinuousClock.now
+            for offset in [10, 30, 20, 40] {
+                loop.add(EvTimer(fireAt: now - .milliseconds(offset)) { _ in log.append("-\(offset)ms") }, forMode: .default)
+            }
+            loop.add(keepAliveTimer(), forMode: .default)
+            loop.run(mode: .default, timeout: .zero)
+            return log.all
+        }
+        #expect(log == ["entry", "beforeTimers", "beforeSources", "-40ms", "-30ms", "-20ms", "-10ms", "exit"])
+    }
+
+    // MARK: R41, R42
+
+    /// A repeating timer in `.default` while `tracking` runs for more than five of its intervals
+    /// (until a `tracking` timer fires); then `.default` runs until the first timer fires, and
+    /// once more until it fires again. Its callout stops each run.
+    private func missedIntervalsScenario() -> MissedIntervals {
+        let interval = Duration.milliseconds(10)
+        return onLoopThread { loop -> MissedIntervals in
+            let first = ContinuousClock.now + interval
+            let fires = EventLog<TimerFire>()
+            let timer = EvTimer(fireAt: first, interval: interval) { timer in
+                fires.append(TimerFire(fireDate: timer.fireDate, now: .now))
+                loop.stop()
+            }
+            loop.add(timer, forMode: .default)
+            let firesWhileTracking = Box(-1)
+            let end = EvTimer(fireAt: first + interval * 5 + interval / 2) { _ in firesWhileTracking.set(fires.count) }
+            loop.add(end, forMode: Self.tracking)
+            let trackingResult = loop.run(mode: Self.tracking, timeout: .seconds(30))
+            let defaultResult = loop.run(mode: .default, timeout: .seconds(30))
+            let firesAfterFirstRun = fires.count
+            let next = timer.fireDate
+            let after = ContinuousClock.now
+            loop.run(mode: .default, timeout: .seconds(30))
+            timer.invalidate()
+            return MissedIntervals(
+                interval: interval, first: first, fires: fires.all, firesAfterFirstRun: firesAfterFirstRun,
+                next: next, after: after, firesWhileTracking: firesWhileTracking.get,
+                trackingResult: trackingResult, defaultResult: defaultResult)
+        }
+    }
+
+    @Test func R41_timerWhoseModeWasNotRunningFiresOnceHoweverManyIntervalsItMissed() {
+        let outcome = missedIntervalsScenario()
+        #expect(outcome.trackingResult == .finished)
+        #expect(outcome.firesWhileTracking == 0)
+        #expect(outcome.defaultResult == .stopped)
+        #expect(outcome.firesAfterFirstRun == 1)
+        #expect(outcome.fires.count == 2)
+        guard outcome.fires.count == 2 else { return }
+        #expect(outcome.fires[0].fireDate == outcome.first)
+        #expect(outcome.fires[0].now >= outcome.first + outcome.interval * 5)  // it really missed intervals
+        // The next fire is for a slot after the first fire, not for one of the missed slots.
+        #expect(outcome.fires[1].fireDate > outcome.fires[0].now)
+    }
+
+    @Test func R42_nextFireDateIsOnTheOriginalGridStrictlyAfterNow() {
+        let outcome = missedIntervalsScenario()
+        let step = nanoseconds(outcome.interval)
+        let offset = nanoseconds(outcome.first.duration(to: outcome.next))
+        #expect(offset % step == 0)
+        #expect(offset / step >= 6)  // at least the slots up to the tracking timer were skipped
+        if let fired = outcome.fires.first {
+            #expect(outcome.next > fired.now)
+        }
+        #expect(outcome.next - outcome.interval <= outcome.after)  // no more slots skipped than needed
+        if outcome.fires.count == 2 {
+            #expect(outcome.fires[1].fireDate == outcome.next)  // and it keeps that schedule
+        }
+    }
+
+    // MARK: R43
+
+    @Test func R43_oneShotTimerIsInvalidatedAfterItsCallout() {
+        let outcome = onLoopThread { loop -> (validInCallout: [Bool], after: [Bool], results: [EvRunLoop.RunResult], otherLog: [String]) in
+            let validInCallout = EventLog<Bool>()
+            let timer = EvTimer(after: .zero) { timer in
+                validInCallout.append(timer.isValid)
+                if validInCallout.count > 1 { loop.stop() }  // safety net: it must not fire twice
+            }
+            loop.add(timer, forMode: .default)
+            loop.add(timer, forMode: Self.other)
+            let otherLog = EventLog<String>()
+            loop.add(activityRecorderStrings(otherLog), forMode: Self.other)
+            let first = loop.run(mode: .default, timeout: .seconds(30))
+            let after = [timer.isValid, loop.contains(timer, forMode: .default), loop.contains(timer, forMode: Self.other)]
+            let second = loop.run(mode: Self.other, timeout: .seconds(30))
+            return (validInCallout.all, after, [first, second], otherLog.all)
+        }
+        #expect(outcome.validInCallout == [true])
+        #expect(outcome.after == [false, false, false])
+        #expect(outcome.results == [.finished, .finished])  // both modes are empty once it fired
+        #expect(outcome.otherLog.isEmpty)
+    }
+
+    // MARK: R44
+
+    @Test func R44_laterFireDateSetInTheCalloutIsHonoured() {
+        let interval = Duration.milliseconds(10)
+        let offGrid = interval * 2 + interval / 2
+        let fired = onLoopThread { loop -> [ContinuousClock.Instant] in
+            let fired = EventLog<ContinuousClock.Instant>()
+            let timer = EvTimer(fireAt: .now - .milliseconds(1), interval: interval) { timer in
+                let date = timer.fireDate
+                fired.append(date)
+                if fired.count == 1 { timer.fireDate = date + offGrid } else { loop.stop() }
+            }
+            loop.add(timer, forMode: .default)
+            loop.run(mode: .default, timeout: .seconds(30))
+            return fired.all
+        }
+        #expect(fired.count == 2)
+        if fired.count == 2 { #expect(fired[0].duration(to: fired[1]) == offGrid) }
+    }
+
+    @Test func R44_earlierFireDateSetInTheCalloutYieldsToTheGrid() {
+        let interval = Duration.milliseconds(10)
+        let outcome = onLoopThread { loop -> (fired: ContinuousClock.Instant?, now: ContinuousClock.Instant?, next: ContinuousClock.Instant) in
+            let fired = Box<ContinuousClock.Instant?>(nil)
+            let calloutNow = Box<ContinuousClock.Instant?>(nil)
+            let timer = EvTimer(fireAt: .now - .milliseconds(1), interval: interval) { timer in
+                let date = timer.fireDate
+                fired.set(date)
+                timer.fireDate = date - interval
+                calloutNow.set(.now)
+                loop.stop()
+            }
+            loop.add(timer, forMode: .default)
+            loop.run(mode: .default, timeout: .seconds(30))
+            return (fired.get, calloutNow.get, timer.fireDate)
+        }
+        guard let fired = outcome.fired, let now = outcome.now else {
+            Issue.record("the timer did not fire")
+            return
+        }
+        #expect(nanoseconds(fired.duration(to: outcome.next)) % nanoseconds(interval) == 0)
+        #expect(outcome.next > now)
+    }
+
+    @Test func R44_fireDateSetFromAnotherThreadRearmsTheSleepingLoop() {
+        let beforeWaiting = Latch()
+        let outcome = onLoopThread { loop -> (result: EvRunLoop.RunResult, fires: Int, wakes: Int) in
+            let fires = EventLog<Int>()
+            let wakes = EventLog<Int>()
+            let timer = EvTimer(after: .seconds(3600)) { _ in fires.append(1) }
+            loop.add(timer, forMode: .default)
+            loop.add(
+                EvObserver(activities: [.beforeWaiting, .afterWaiting]) { _, activity in
+                    if activity == .beforeWaiting { beforeWaiting.open() } else { wakes.append(1) }
+                }, forMode: .default)
+            let mover = Thread {
+                guard waitUntilAsleep(loop, after: beforeWaiting) else { return }
+                timer.fireDate = .now  // no wakeUp(): setting the date must re-arm the wait
+            }
+            mover.start()
+            // One-shot: the mode is empty once it fired. The timeout is only a safety net.
+            let result = loop.run(mode: .default, timeout: .seconds(30))
+            return (result, fires.count, wakes.count)
+        }
+        #expect(outcome.result == .finished)
+        #expect(outcome.fires == 1)
+        #expect(outcome.wakes == 1)
+    }
+
+    // MARK: R45
+
+    @Test func R45_timerInvalidatedInItsOwnCalloutNeverFiresAgain() {
+        let (result, fires, modes) = onLoopThread { loop -> (EvRunLoop.RunResult, Int, [Bool]) in
+            let fires = EventLog<Int>()
+            let timer = EvTimer(fireAt: .now - .milliseconds(5), interval: .milliseconds(1)) { timer in
+                fires.append(1)
+                if fires.count == 1 { timer.invalidate() } else { loop.stop() }  // stop: safety net
+            }
+            loop.add(timer, forMode: .default)
+            loop.add(timer, forMode: Self.other)
+            let result = loop.run(mode: .default, timeout: .seconds(30))
+            return (result, fires.count, [loop.contains(timer, forMode: .default), loop.contains(timer, forMode: Self.other), timer.isValid])
+        }
+        #expect(result == .finished)
+        #expect(fires == 1)
+        #expect(modes == [false, false, false])
+    }
+
+    @Test func R45_timerInvalidatedFromAnotherThreadLeavesEveryModeAndNeverFires() {
+        let (fires, modes) = onLoopThread { loop -> (Int, [Bool]) in
+            let fires = EventLog<Int>()
+            let timer = EvTimer(fireAt: .now - .milliseconds(5), interval: .milliseconds(1)) { _ in fires.append(1) }
+            loop.add(timer, forMode: Self.tracking)
+            loop.add(timer, forMode: Self.other)
+            loop.add(keepAliveTimer(), forMode: Self.tracking)
+            loop.add(keepAliveTimer(), forMode: Self.other)
+            let done = Latch()
+            Thread {
+                timer.invalidate()
+                done.open()
+            }.start()
+            done.wait()
+            // Still due: had it stayed in either mode, this poll would fire it.
+            loop.run(mode: Self.tracking, timeout: .zero)
+            loop.run(mode: Self.other, timeout: .zero)
+            return (fires.count, [loop.contains(timer, forMode: Self.tracking), loop.contains(timer, forMode: Self.other), timer.isValid])
+        }
+        #expect(fires == 0)
+        #expect(modes == [false, false, false])
+    }
+
+    // MARK: R46
+
+    @Test func R46_timerWithToleranceNeverFiresBeforeItsFireDate() {
+        let checks = onLoopThread { loop -> [String: [Bool]] in
+            let checks = Box<[String: [Bool]]>([:])
+            let tolerant = [("a", 3, 20), ("b", 7, 50), ("c", 5, 5)].map { name, interval, tolerance in
+                EvTimer(after: .milliseconds(interval), interval: .milliseconds(interval), tolerance: .milliseconds(tolerance)) { timer in
+                    let early = ContinuousClock.now < timer.fireDate
+                    let count = checks.update { $0[name, default: []].append(!early); return $0[name]!.count }
+                    if count == 10 { timer.invalidate() }
+                }
+            }
+            // Wakes the loop every millisecond, between the tolerant timers' fire dates: a wake-up
+            // for it must not fire them early.
+            let driver = EvTimer(after: .milliseconds(1), interval: .milliseconds(1)) { timer in
+                let early = ContinuousClock.now < timer.fireDate
+                checks.update { $0["driver", default: []].append(!early) }
+                if !tolerant.contains(where: \.isValid) { timer.invalidate() }
+            }
+            for timer in tolerant + [driver] { loop.add(timer, forMode: .default) }
+            let result = loop.run(mode: .default, timeout: .seconds(30))
+            return result == .finished ? checks.get : [:]
+        }
+        #expect(checks.keys.sorted() == ["a", "b", "c", "driver"])
+        for (name, onTime) in checks {
+            #expect(!onTime.isEmpty && onTime.allSatisfy { $0 }, "timer \(name)")
+            if name != "driver" { #expect(onTime.count == 10, "timer \(name)") }
+        }
+    }
+
+    // MARK: R47
+
+    @Test func R47_hugeIntervalIsCappedAndNeverOverflows() {
+        let timer0 = EvTimer(fireAt: .now, interval: .seconds(Int64.max)) { _ in }
+        #expect(timer0.interval == EvTimer.intervalLimit)
+
+        let outcome = onLoopThread { loop -> (result: EvRunLoop.RunResult, fires: Int, step: Duration?) in
+            let fires = EventLog<ContinuousClock.Instant>()
+            let timer = EvTimer(fireAt: .now - .milliseconds(1), interval: .seconds(Int64.max)) { timer in
+                fires.append(timer.fireDate)
+                loop.stop()
+            }
+            loop.add(timer, forMode: .default)
+            let result = loop.run(mode: .default, timeout: .seconds(30))
+            loop.run(mode: .default, timeout: .zero)  // not due again
+            return (result, fires.count, fires.all.first.map { $0.duration(to: timer.fireDate) })
+        }
+        #expect(outcome.result == .stopped)
+        #expect(outcome.fires == 1)
+        #expect(outcome.step == EvTimer.intervalLimit)
+    }
+}
+
+/// What ``TimerRuleTests`` learns from a run that left a timer's mode idle for several intervals.
+private struct MissedIntervals: Sendable {
+    let interval: Duration
+    let first: ContinuousClock.Instant
+    let fires: [TimerFire]
+    let firesAfterFirstRun: Int
+    let next: ContinuousClock.Instant
+    let after: ContinuousClock.Instant
+    let firesWhileTracking: Int
+    let trackingResult: EvRunLoop.RunResult
+    let defaultResult: EvRunLoop.RunResult
+}
+
+/// One callout of a timer: the fire date it ran for and when it ran.
+private struct TimerFire: Sendable {
+    let fireDate: ContinuousClock.Instant
+    let now: ContinuousClock.Instant
+}
+
+private func nanoseconds(_ duration: Duration) -> Int64 {
+    let (seconds, attoseconds) = duration.components
+    return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+}
+
+/// Logs each activity by name (`entry`, `beforeTimers`, …).
+private func activityRecorderStrings(_ log: EventLog<String>) -> EvObserver {
+    EvObserver(activities: .allActivities) { _, activity in log.append(activity.description) }
+}
+
+/// Waits until the loop's BeforeWaiting observer opened `beforeWaiting` and the loop is asleep.
+private func waitUntilAsleep(_ loop: EvRunLoop, after beforeWaiting: Latch) -> Bool {
+    guard beforeWaiting.wait() else { return false }
+    let limit = ContinuousClock.now + .seconds(30)
+    while !loop.isWaiting {
+        if ContinuousClock.now > limit { return false }
+        sched_yield()
+    }
+    return true
+}
