@@ -17,7 +17,7 @@ import Testing
         func close() { Foundation.close(readEnd); Foundation.close(writeEnd) }
     }
 
-    @Test func readableFiresOnlyInItsMode() throws {
+    @Test func R37_readinessWaitsUntilTheSourcesModeRuns() throws {
         let pipe = Pipe()
         defer { pipe.close() }
         let events = EventLog<String>()
@@ -40,7 +40,7 @@ import Testing
         #expect(events.all == ["readable"])
     }
 
-    @Test func removedSourceIsNotWatched() throws {
+    @Test func R37_removedSourceIsNotWatched() throws {
         let pipe = Pipe()
         defer { pipe.close() }
         let events = EventLog<Int>()
@@ -56,7 +56,7 @@ import Testing
         #expect(events.count == 0)
     }
 
-    @Test func closingTheDescriptorWhileWatchedReportsAnErrorOnce() throws {
+    @Test func endOfFileIsReadableAndInvalidationStopsWatchingAtOnce() throws {
         var pipeEnds: [Int32] = [0, 0]
         #expect(pipe(&pipeEnds) == 0)
         let fds = pipeEnds
@@ -64,8 +64,8 @@ import Testing
         let source = try EvFileDescriptorSource(fileDescriptor: fds[0], events: .readable) { events.append($0) }
         let result = onLoopThread { loop -> EvRunLoop.RunResult in
             loop.add(source, forMode: .default)
-            // The write end closing makes the read end readable (EOF): the handler sees it once per
-            // readiness; then the read end is closed while watched and the source leaves the loop.
+            // The write end closing makes the read end readable (EOF): handled once. Invalidated,
+            // the source leaves its mode at once, so the mode is empty and nothing more is called.
             close(fds[1])
             _ = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
             source.invalidate()
@@ -145,7 +145,7 @@ import Testing
         }
     }
 
-    @Test func messagesWaitWhileThePortsModeIsNotRunning() {
+    @Test func R38_messagesWaitForTheirModeAndArriveOnePerIteration() {
         let received = EventLog<Int>()
         let port = EvMessagePort<Int> { received.append($0) }
         let counts = onLoopThread { loop -> [Int] in
@@ -165,7 +165,7 @@ import Testing
         #expect(received.all == [1, 2])
     }
 
-    @Test func anEmptyPortKeepsItsModeAlive() {
+    @Test func R16_anEmptyPortKeepsItsModeAlive() {
         let port = EvMessagePort<Int> { _ in }
         let result = onLoopThread { loop in
             loop.add(port, forMode: .default)
