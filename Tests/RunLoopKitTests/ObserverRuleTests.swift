@@ -14,6 +14,7 @@ import Testing
             let elsewhere = EventLog<String>()
             let selfPassed = Box(true)
             let box = Box<EvObserver?>(nil)
+            defer { box.set(nil) }  // the item's closure holds this box: break the cycle
             let observer = EvObserver(activities: [.entry, .beforeWaiting, .exit]) { observer, activity in
                 if observer !== box.get { selfPassed.set(false) }
                 masked.append(activity.description)

@@ -171,6 +171,7 @@ import Testing
             let calls = Box(0)
             let nested = Box<EvRunLoop.RunResult?>(nil)
             let me = Box<EvSource?>(nil)
+            defer { me.set(nil) }  // the item's closure holds this box: break the cycle
             let source = EvSource {
                 let call = calls.update { $0 += 1; return $0 }
                 log.append("perform \(call) begin")

@@ -91,6 +91,7 @@ private func spinUntil(timeout seconds: Double = 30, _ condition: () -> Bool) ->
             loop.add(phaseLogger(log), forMode: .default)
             let performs = Box(0)
             let sourceBox = Box<EvSource?>(nil)
+            defer { sourceBox.set(nil) }  // the item's closure holds this box: break the cycle
             let source = EvSource {
                 let count = performs.update { $0 += 1; return $0 }
                 log.append("source \(count)")
@@ -310,6 +311,7 @@ private func spinUntil(timeout seconds: Double = 30, _ condition: () -> Bool) ->
         let performs = Box(0)
         let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
             let sourceBox = Box<EvSource?>(nil)
+            defer { sourceBox.set(nil) }  // the item's closure holds this box: break the cycle
             let source = EvSource {
                 performs.update { $0 += 1 }
                 sourceBox.get?.signal()

@@ -52,6 +52,7 @@ import Testing
             let performedIn = EventLog<Int>()
             let flags = EventLog<Bool>()
             let me = Box<EvSource?>(nil)
+            defer { me.set(nil) }  // the item's closure holds this box: break the cycle
             let source = EvSource {
                 flags.append(me.get!.isSignalled)  // cleared just before the callout
                 performedIn.append(iteration.get)
