@@ -139,14 +139,14 @@ extension EvRunLoop {
     }
 
     /// Runs the default mode, one source at a time, until `deadline` passes or a run finds the
-    /// mode empty (Foundation's `run(until:)`, R32). Returns the last run's result.
+    /// mode empty (Foundation's `run(until:)`, R32): a date already past still makes one run that
+    /// only looks (R25), and, as in Foundation, ``stop()`` ends only the current single run.
+    /// Returns the last run's result.
     @discardableResult
     public func run(until deadline: ContinuousClock.Instant) -> RunResult {
         while true {
-            let remaining = ContinuousClock.now.duration(to: deadline)
-            if remaining <= .zero { return .timedOut }
-            let result = run(mode: .default, timeout: remaining, returnAfterSourceHandled: true)
-            if result == .finished || result == .stopped { return result }
+            let result = run(mode: .default, timeout: ContinuousClock.now.duration(to: deadline), returnAfterSourceHandled: true)
+            if result == .finished || ContinuousClock.now >= deadline { return result }
         }
     }
 }

@@ -272,4 +272,41 @@ private func spinUntil(timeout seconds: Double = 30, _ condition: () -> Bool) ->
         #expect(log.all.filter { $0 == "source" }.count == 1)
         #expect(log.all.filter { $0 == "entry" }.count == log.all.filter { $0 == "exit" }.count)
     }
+
+    @Test func R32_runUntilAPastDateStillPollsOnce() {
+        let log = EventLog<String>()
+        let result = onLoopThread { loop -> EvRunLoop.RunResult in
+            loop.add(keepAliveTimer(), forMode: .default)
+            loop.add(phaseLogger(log, [.entry, .beforeWaiting, .exit]), forMode: .default)
+            let source = EvSource { log.append("source") }
+            loop.add(source, forMode: .default)
+            source.signal()
+            return loop.run(until: .now - .seconds(1))
+        }
+        #expect(result == .handledSource)
+        #expect(log.all == ["entry", "source", "exit"])  // one run, no sleep (R25)
+    }
+
+    @Test func R32_stopEndsOnlyTheCurrentSingleRunOfRunUntil() {
+        // A timer (not a source, so the single runs do not end with handledSource) stops the
+        // loop twice; run(until:) goes on until the timer's third fire empties the mode.
+        let log = EventLog<String>()
+        let result = onLoopThread { loop -> EvRunLoop.RunResult in
+            loop.add(phaseLogger(log, [.entry, .exit]), forMode: .default)
+            let fires = Box(0)
+            let timer = EvTimer(after: .milliseconds(1), interval: .milliseconds(1)) { timer in
+                let count = fires.update { $0 += 1; return $0 }
+                log.append("fire \(count)")
+                if count < 3 { loop.stop() } else { timer.invalidate() }
+            }
+            loop.add(timer, forMode: .default)
+            return loop.run(until: .now + .seconds(30))
+        }
+        #expect(result == .finished)
+        #expect(log.all == [
+            "entry", "fire 1", "exit",
+            "entry", "fire 2", "exit",
+            "entry", "fire 3", "exit",
+        ])
+    }
 }
