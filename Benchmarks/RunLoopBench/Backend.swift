@@ -9,6 +9,9 @@ enum BackendID: String, CaseIterable, Codable, Sendable, Comparable {
     case libevIOURing = "libev-uring"
     /// The real CFRunLoop inside Swift's Foundation on Linux.
     case cf
+    /// Not a run loop: a plain (default) actor of the Swift runtime, the baseline of scenario
+    /// `actorhop`. No `Backend` implements it; only that scenario measures it.
+    case defaultActor = "default-actor"
 
     /// Column heading in reports.
     var title: String {
@@ -17,6 +20,7 @@ enum BackendID: String, CaseIterable, Codable, Sendable, Comparable {
         case .libev: "libev"
         case .libevIOURing: "libev io_uring"
         case .cf: "CFRunLoop"
+        case .defaultActor: "default actor"
         }
     }
 
@@ -79,6 +83,14 @@ protocol Backend: Sendable {
     /// Creates and uses this thread's loop the way an app's thread would (one source added,
     /// one polling run). The result keeps the loop alive until dropped on the same thread.
     func touchLoop() -> AnyObject?
+}
+
+/// A backend whose main thread's run loop services libdispatch's main queue, as CF's does
+/// (scenario `mainqueue`). Raw libev has no such loop and does not conform.
+protocol MainLoopBackend: Backend {
+    /// On the process's main thread: runs the main run loop in its default mode until it has
+    /// handled something (the main queue's work, normally), then returns.
+    func runMainLoopOnce()
 }
 
 /// The backends compiled into this binary, in report order. `libev-uring` is included only

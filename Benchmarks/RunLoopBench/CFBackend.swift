@@ -145,3 +145,13 @@ struct CFBackend: Backend {
         return nil  // the thread's CFRunLoop keeps the source; CF tears both down at thread exit
     }
 }
+
+/// CF's main loop through Foundation, the way an app runs it: `RunLoop.main.run(mode:before:)`,
+/// which is CFRunLoopRunInMode(default, limit, returnAfterSourceHandled: true). CF services the
+/// main queue in the main loop's common modes and counts that as a handled source. A limit this
+/// far ahead means no timeout timer (CF arms a libdispatch timer for finite ones).
+extension CFBackend: MainLoopBackend {
+    func runMainLoopOnce() {
+        _ = RunLoop.main.run(mode: .default, before: .distantFuture)
+    }
+}

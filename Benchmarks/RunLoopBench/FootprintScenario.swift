@@ -14,7 +14,7 @@ struct FootprintScenario {
         log("footprint: \(loops) threads with no loop")
         guard let bare = Self.child(backend: nil, loops: loops) else { return [] }
         var fds = Figure(id: "footprint.fds", scenario: "footprint", label: "file descriptors per loop",
-                         unit: "fds", better: .lower, goal: "≤ 3")
+                         unit: "fds", better: .lower, goal: .atMost(3))
         var rss = Figure(id: "footprint.rss", scenario: "footprint", label: "resident memory per loop",
                          unit: "KiB", better: .lower)
         var left = Figure(id: "footprint.fdsAfterExit", scenario: "footprint",

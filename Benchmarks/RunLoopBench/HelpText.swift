@@ -5,14 +5,19 @@ enum HelpText {
         Backends, measured in the same process and the same run, interleaved so that \
         drift of this shared machine hits all alike (wake-ups sample by sample, the \
         other scenarios in rounds whose order rotates):
-          runloopkit   RunLoopKit's EvRunLoop, the library under test
-          libev        raw libev through CLibev: the floor of this design
-          libev-uring  libev with EVBACKEND_IOURING, if the kernel allows (timers)
-          cf           the real CFRunLoop in Swift's Foundation on Linux
+          runloopkit     RunLoopKit's EvRunLoop, the library under test
+          libev          raw libev through CLibev: the floor of this design
+          libev-uring    libev with EVBACKEND_IOURING, if the kernel allows (timers)
+          cf             the real CFRunLoop in Swift's Foundation on Linux
+          default-actor  not a run loop: a plain Swift actor (actorhop's baseline)
 
         With no arguments, runs the standard set (every scenario) in a few minutes and \
         prints one table: a row per figure, a column per backend, then the ratios \
-        RunLoopKit/libev and RunLoopKit/CF from the same run, then the issue's goal. \
+        RunLoopKit/libev, RunLoopKit/CF and RunLoopKit/default actor from the same \
+        run, then the issue's goal for RunLoopKit and its status in this run: "met", \
+        or the gap, what was measured against what is wanted (for example "gap \
+        1.24× vs ≤ 1.15×", "gap 36.5 µs vs ≤ 20 µs"); --json has them as met and \
+        gap. "—" marks a backend with no equivalent or a value not measured. \
         Times come from clock_gettime(CLOCK_MONOTONIC), read in every thread involved; \
         latencies are percentiles of an HDR histogram (3 significant digits).
 
@@ -73,6 +78,32 @@ enum HelpText {
           footprint.fds            open fds per loop (/proc/self/fd)
           footprint.rss            resident KiB per loop (/proc/self/statm)
           footprint.fdsAfterExit   fds still open after every thread exited
+
+        mainqueue: main-queue latency, DispatchQueue.main.async from another thread \
+        to the block running on the process's main thread, under (a) RunLoopKit's \
+        EvRunLoop.main.run(mode: .default) (it services libdispatch's main queue in \
+        common modes) and (b) Foundation's RunLoop.main.run(mode: .default, \
+        before: .distantFuture) (CF services it). The main thread is the one \
+        ArgumentParser runs the command on (a synchronous run()), pinned to the \
+        loop CPU meanwhile; each sample is one run of the main loop, which returns \
+        once it has run the block. The poster thread pauses 200 µs before each post \
+        so the loop is asleep. libev has no main loop: "—". Not in the gate.
+          mainqueue.p50 … .max   post → block, µs (--main-queue-blocks per round)
+
+        actorhop: actor hop round trip. A task on Swift's global concurrent \
+        executor reads the clock, awaits an empty method of an actor, and reads \
+        the clock once back: a hop there and a hop back. (a) RunLoopKit: an actor \
+        whose unownedExecutor is an EvRunLoopExecutor of a loop running its \
+        default mode on a dedicated thread, so both hops cross threads (a perform \
+        + wake-up of the loop, then the runtime resuming the task on its pool). \
+        (b) default-actor: a plain actor; with the actor idle the runtime runs \
+        the method on the caller's own thread, so this is the floor of any hop, \
+        not a run loop. Round-trip percentiles rather than hops/s: a task awaits \
+        one hop at a time, so hops/s is only 1/mean and hides the tail that \
+        wake-ups cause. The task pauses 200 µs before each hop (blocking its \
+        thread) so the loop is asleep; no thread is pinned (the runtime's pool \
+        threads cannot be). Not in the gate.
+          actorhop.p50 … .max    round trip per hop, µs (--hops per round)
         """
 
     static let gate = """

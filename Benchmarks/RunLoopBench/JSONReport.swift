@@ -1,7 +1,8 @@
 import Foundation
 
-/// The machine-readable form of a run (`--json PATH`): every figure with its value per backend
-/// and the RunLoopKit ratios, plus the run's context and notes.
+/// The machine-readable form of a run (`--json PATH`): every figure with its value per backend,
+/// the RunLoopKit ratios and, where the issue sets a goal, whether this run met it (`met`) and
+/// otherwise by how much (`gap`, e.g. "1.24× vs ≤ 1.15×"), plus the run's context and notes.
 struct JSONReport: Encodable {
     struct Entry: Encodable {
         let id: String
@@ -9,7 +10,12 @@ struct JSONReport: Encodable {
         let label: String
         let unit: String
         let better: Better
+        /// The goal as the issue writes it, e.g. "≤ 1.15× libev".
         let goal: String?
+        /// Whether RunLoopKit met the goal in this run; absent without a goal or a measurement.
+        let met: Bool?
+        /// What was measured against what is wanted, when the goal was missed.
+        let gap: String?
         let values: [String: Double]
         let ratios: [String: Double]
     }
@@ -32,7 +38,8 @@ struct JSONReport: Encodable {
             }
             return Entry(
                 id: figure.id, scenario: figure.scenario, label: figure.label, unit: figure.unit,
-                better: figure.better, goal: figure.goal,
+                better: figure.better, goal: figure.goalText, met: figure.goalStatus?.met,
+                gap: figure.goalStatus?.gap,
                 values: Dictionary(uniqueKeysWithValues: figure.values.filter { $0.value.isFinite }
                     .map { ($0.key.rawValue, $0.value) }),
                 ratios: ratios)

@@ -27,7 +27,7 @@ struct Latencies: Sendable {
     /// p50, p90, p99, p99.9 and max as figures `<prefix>.p50` … `<prefix>.max`, in µs.
     static func percentileFigures(
         prefix: String, scenario: String, label: String, of latencies: [BackendID: Latencies],
-        goals: [String: String] = [:]
+        goals: [String: Goal] = [:], noEquivalent: Set<BackendID> = []
     ) -> [Figure] {
         let points: [(String, String, Double?)] = [
             ("p50", "p50", 50), ("p90", "p90", 90), ("p99", "p99", 99), ("p999", "p99.9", 99.9),
@@ -36,6 +36,7 @@ struct Latencies: Sendable {
         return points.map { key, title, percentile in
             var figure = Figure(id: "\(prefix).\(key)", scenario: scenario, label: "\(label) \(title)",
                                 unit: "µs", better: .lower, goal: goals[key])
+            figure.noEquivalent = noEquivalent
             for (backend, values) in latencies where values.count > 0 {
                 figure.values[backend] = percentile.map { values.microseconds(atPercentile: $0) }
                     ?? values.maxMicroseconds

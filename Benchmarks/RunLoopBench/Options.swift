@@ -2,9 +2,9 @@ import ArgumentParser
 import CLibev
 import Foundation
 
-/// The scenarios of issue #3, in the order the standard run measures them.
+/// The scenarios of issues #3 and #4, in the order the standard run measures them.
 enum ScenarioID: String, CaseIterable, ExpressibleByArgument, Sendable {
-    case wakeup, perform, timers, scaling, modes, footprint
+    case wakeup, perform, timers, scaling, modes, footprint, mainqueue, actorhop
 
     /// The scenario whose figures have ids starting `<prefix>.`.
     init?(figure id: String) {
@@ -52,6 +52,12 @@ struct BenchOptions: ParsableArguments {
     @Option(help: "Threads with one loop each (scenario footprint).")
     var footprintLoops = 1000
 
+    @Option(help: "Main-queue blocks per backend per round (scenario mainqueue).")
+    var mainQueueBlocks = 2000
+
+    @Option(help: "Actor hops per actor per round (scenario actorhop).")
+    var hops = 2000
+
     @Flag(help: "Do not pin loop threads to one CPU and the driving thread to another.")
     var noPin = false
 
@@ -71,6 +77,8 @@ struct BenchOptions: ParsableArguments {
         modeCounts = [0, 1000]
         modeSwitches = 200
         footprintLoops = 50
+        mainQueueBlocks = 100
+        hops = 100
     }
 
     /// The backends to measure: the selection, or every one compiled in and working here.
@@ -90,6 +98,13 @@ struct BenchOptions: ParsableArguments {
         case .modes:
             ModeSwitchScenario(counts: modeCounts, switches: modeSwitches, rounds: rounds).run(backends)
         case .footprint: FootprintScenario(loops: footprintLoops).run(backends)
+        case .mainqueue: MainQueueScenario(samplesPerRound: mainQueueBlocks, rounds: rounds).run(backends)
+        case .actorhop:
+            // The default actor is no `Backend`: it is measured unless --backend leaves it out.
+            ActorHopScenario(samplesPerRound: hops, rounds: rounds,
+                             runloopkit: backends.contains { $0.id == .runloopkit },
+                             defaultActor: self.backends.isEmpty || self.backends.contains(.defaultActor))
+                .run()
         }
     }
 
@@ -108,7 +123,9 @@ struct BenchOptions: ParsableArguments {
             results.append(measure(scenario, on: chosen))
             log("\(scenario.rawValue): done in \(String(format: "%.1f", Double(nowNs() - start) / 1e9)) s")
         }
-        results.backends = results.backends.filter { id in results.figures.contains { $0.values[id] != nil } }
+        // Every backend with a cell (a value, or "—" for no equivalent), in report order; the
+        // default actor comes from actorhop, not from the selected backends.
+        results.backends = BackendID.allCases.filter { id in results.figures.contains { $0.shows(id) } }
         return results
     }
 
@@ -133,6 +150,16 @@ struct BenchOptions: ParsableArguments {
             notes.append("libev has no modes: its mode-switch figure is one nested "
                 + "ev_run(EVRUN_NOWAIT) of the same loop.")
         }
+        if scenarios.contains(.mainqueue) {
+            notes.append("Main queue: on the process's main thread, RunLoopKit is "
+                + "EvRunLoop.main.run(mode: .default) and CF is Foundation's RunLoop.main.run(mode: "
+                + ".default, before:); libev has no main loop that services libdispatch's main queue.")
+        }
+        if scenarios.contains(.actorhop) {
+            notes.append("Actor hop: RunLoopKit is an actor on an EvRunLoopExecutor (two thread hops "
+                + "per round trip); the default actor is run by the Swift runtime, on the caller's "
+                + "thread when it is idle, the floor of any hop. No thread is pinned in this scenario.")
+        }
         return notes
     }
 
@@ -151,7 +178,8 @@ struct BenchOptions: ParsableArguments {
             "pinning": Pinning.shared.description,
             "sizes": "rounds \(rounds), wake-ups \(wakeups)/round, perform \(performItems)/round, "
                 + "timer fires \(timerFires), scaling N \(labels(scalingCounts)), "
-                + "mode N \(labels(modeCounts)) × \(modeSwitches), footprint \(footprintLoops) loops",
+                + "mode N \(labels(modeCounts)) × \(modeSwitches), footprint \(footprintLoops) loops, "
+                + "main-queue blocks \(mainQueueBlocks)/round, actor hops \(hops)/round",
         ]
     }
 }

@@ -7,18 +7,21 @@ enum Better: String, Codable, Sendable { case lower, higher }
 struct Figure: Sendable {
     /// Stable name used by gate.json and the JSON output, e.g. `wakeup.p50`.
     let id: String
-    /// The scenario that measures it: wakeup, perform, timers, scaling, modes, footprint.
+    /// The scenario that measures it: wakeup, perform, timers, …, mainqueue, actorhop.
     let scenario: String
     /// What a reader sees in the table.
     let label: String
     let unit: String
     let better: Better
     /// The issue's target for RunLoopKit, where it sets one.
-    var goal: String?
+    var goal: Goal?
     var values: [BackendID: Double] = [:]
+    /// Backends that have no equivalent of this figure (libev has no main loop): their cell
+    /// shows "—", and a Markdown section keeps their column rather than leaving it out.
+    var noEquivalent: Set<BackendID> = []
 
     init(id: String, scenario: String, label: String, unit: String, better: Better,
-         goal: String? = nil) {
+         goal: Goal? = nil) {
         self.id = id
         self.scenario = scenario
         self.label = label
@@ -27,11 +30,24 @@ struct Figure: Sendable {
         self.goal = goal
     }
 
-    /// `values[subject] / values[against]`, if both were measured and the divisor is not 0.
+    /// `values[subject] / values[against]`, if both were measured and the ratio is finite.
     func ratio(_ subject: BackendID, to against: BackendID) -> Double? {
         guard let a = values[subject], let b = values[against], b != 0 else { return nil }
-        return a / b
+        let ratio = a / b
+        return ratio.isFinite ? ratio : nil
     }
+
+    /// Whether `backend` has a cell of its own in this figure's row: a value, or "—" for no
+    /// equivalent.
+    func shows(_ backend: BackendID) -> Bool {
+        values[backend] != nil || noEquivalent.contains(backend)
+    }
+
+    /// The goal as the issue writes it ("≤ 1.15× libev"), if there is one.
+    var goalText: String? { goal?.text(unit: unit) }
+
+    /// Whether this run met the goal, if there is one.
+    var goalStatus: Goal.Status? { goal?.status(of: self) }
 }
 
 /// Everything one run measured, in scenario order, plus notes a reader should see.

@@ -107,6 +107,15 @@ struct RunLoopKitBackend: Backend {
     }
 }
 
+/// RunLoopKit's main loop: `EvRunLoop.main` services libdispatch's main queue while it runs a
+/// common mode on the main thread (R17, R60), and running the main queue counts as a handled
+/// source, like CF's.
+extension RunLoopKitBackend: MainLoopBackend {
+    func runMainLoopOnce() {
+        _ = EvRunLoop.main.run(mode: .default, timeout: nil, returnAfterSourceHandled: true)
+    }
+}
+
 /// RunLoopKit's side of `RunningLoop`: `EvRunLoop.current` of a dedicated thread, running the
 /// default mode with no deadline, with one `EvSource`.
 final class RunLoopKitRunningLoop: RunningLoop {
@@ -117,17 +126,19 @@ final class RunLoopKitRunningLoop: RunningLoop {
     }
 
     private static let postModes: [EvRunLoop.Mode] = [.default]
-    private let loop: EvRunLoop
+    /// The loop, for scenarios that schedule more than the source on it (an executor).
+    let loop: EvRunLoop
     private let source: EvSource
     private let control: Control
     private let thread: BenchThread
 
-    init(onSignal: @escaping @Sendable () -> Void) {
+    /// Starts the loop on a new thread, pinned to `cpu` (by default the loop CPU, see `Pinning`).
+    init(cpu: Int32? = Pinning.shared.loopCPU, onSignal: @escaping @Sendable () -> Void) {
         let ready = DispatchSemaphore(value: 0)
         let made = ResultSlot<(EvRunLoop, EvSource)>()
         let control = Control()
         self.control = control
-        thread = BenchThread(cpu: Pinning.shared.loopCPU) {
+        thread = BenchThread(cpu: cpu) {
             let loop = EvRunLoop.current
             let source = EvSource { onSignal() }
             loop.add(source, forMode: .default)

@@ -1,12 +1,15 @@
 import Foundation
 
 /// The results as one table: a row per figure, a column per backend, then the ratios
-/// RunLoopKit/libev and RunLoopKit/CF from the same run, then the issue's goal. Rendered as
-/// aligned text for the terminal or as Markdown for the README.
+/// RunLoopKit/libev, RunLoopKit/CF (and RunLoopKit/default actor) from the same run, then the
+/// issue's goal and its status in this run ("met", or the gap). Rendered as aligned text for
+/// the terminal or as Markdown for the README.
 struct TableReport {
     let results: BenchResults
 
-    static let ratioPairs: [(BackendID, BackendID)] = [(.runloopkit, .libev), (.runloopkit, .cf)]
+    static let ratioPairs: [(BackendID, BackendID)] = [
+        (.runloopkit, .libev), (.runloopkit, .cf), (.runloopkit, .defaultActor),
+    ]
 
     static let scenarioTitles: [String: String] = [
         "wakeup": "One-way cross-thread wake-up latency",
@@ -15,38 +18,44 @@ struct TableReport {
         "scaling": "Timer scaling (add / cancel)",
         "modes": "Mode switching",
         "footprint": "Footprint",
+        "mainqueue": "Main-queue latency (DispatchQueue.main.async → block)",
+        "actorhop": "Actor hop round trip (await actor.method())",
     ]
 
-    /// The columns of a table: backends, ratio pairs, and whether to show the goal.
+    /// The columns of a table: backends, ratio pairs, and whether to show the goal and status.
     private struct Columns {
         var backends: [BackendID]
         var ratios: [(BackendID, BackendID)]
         var goal: Bool
     }
 
-    /// Every column, for the single terminal table.
+    /// Every column, for the single terminal table (ratios, goal and status only if any figure
+    /// has one).
     private var allColumns: Columns {
-        Columns(backends: results.backends, ratios: Self.ratioPairs, goal: true)
+        Columns(backends: results.backends,
+                ratios: Self.ratioPairs.filter { p in results.figures.contains { $0.ratio(p.0, to: p.1) != nil } },
+                goal: results.figures.contains { $0.goal != nil })
     }
 
     /// Only the columns that have a value in `figures`, for one Markdown section.
     private func columns(for figures: [Figure]) -> Columns {
         Columns(
-            backends: results.backends.filter { b in figures.contains { $0.values[b] != nil } },
+            backends: results.backends.filter { b in figures.contains { $0.shows(b) } },
             ratios: Self.ratioPairs.filter { p in figures.contains { $0.ratio(p.0, to: p.1) != nil } },
             goal: figures.contains { $0.goal != nil })
     }
 
     private func header(_ columns: Columns) -> [String] {
         ["figure", "unit"] + columns.backends.map(\.title)
-            + columns.ratios.map { "\($0.0.shortTitle)/\($0.1.shortTitle)" } + (columns.goal ? ["goal"] : [])
+            + columns.ratios.map { "\($0.0.shortTitle)/\($0.1.shortTitle)" }
+            + (columns.goal ? ["goal", "status"] : [])
     }
 
     private func row(_ figure: Figure, _ columns: Columns) -> [String] {
         [figure.label, figure.unit]
             + columns.backends.map { figure.values[$0].map(Self.format) ?? "—" }
             + columns.ratios.map { figure.ratio($0.0, to: $0.1).map { String(format: "%.2f×", $0) } ?? "—" }
-            + (columns.goal ? [figure.goal ?? ""] : [])
+            + (columns.goal ? [figure.goalText ?? "", figure.goalStatus?.text ?? ""] : [])
     }
 
     /// Scenarios in the order they ran, each with its figures.
@@ -78,7 +87,7 @@ struct TableReport {
         func render(_ cells: [String]) -> String {
             cells.enumerated().map { i, cell in
                 let pad = String(repeating: " ", count: max(0, widths[i] - cell.count))
-                return i < 2 || (columns.goal && i == cells.count - 1) ? cell + pad : pad + cell
+                return i < 2 || (columns.goal && i >= cells.count - 2) ? cell + pad : pad + cell
             }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
         }
         let rule = String(repeating: "─", count: widths.reduce(0, +) + 2 * (widths.count - 1))
@@ -106,7 +115,7 @@ struct TableReport {
             out.append("")
             out.append("| " + header.joined(separator: " | ") + " |")
             out.append("|" + header.indices.map { i in
-                i < 2 || (columns.goal && i == header.count - 1) ? " --- |" : " ---: |"
+                i < 2 || (columns.goal && i >= header.count - 2) ? " --- |" : " ---: |"
             }.joined())
             for figure in figures {
                 out.append("| " + row(figure, columns).map { $0.replacingOccurrences(of: "|", with: "\\|") }
@@ -132,7 +141,9 @@ struct TableReport {
         var text = "Measured with `swift run -c release runloop-bench` (\(parts.joined(separator: ", "))). "
             + "All backends ran in the same process and the same run, interleaved (wake-ups sample by "
             + "sample, other scenarios in rounds of rotating order); ratios are taken within that run. "
-            + "Latencies are HDR-histogram percentiles."
+            + "Latencies are HDR-histogram percentiles. The goal column is the issue's target for "
+            + "RunLoopKit; status says whether this run met it or, if not, the gap: what was measured "
+            + "against what is wanted."
         if let sizes = c["sizes"] { text += " Sizes: \(sizes)." }
         if let pinning = c["pinning"], pinning != "off" { text += " Pinning: \(pinning)." }
         return text

@@ -69,10 +69,23 @@ final class Pinning: Sendable {
     /// The CPU every loop thread runs on, if pinning.
     var loopCPU: Int32? { isOn ? allowed[1] : nil }
 
+    /// The CPU driving threads (trigger, poster) run on, if pinning.
+    var driverCPU: Int32? { isOn ? allowed[0] : nil }
+
     /// Runs `body` with the calling (driver) thread pinned to the driver CPU, if pinning.
     func asDriver<T>(_ body: () -> T) -> T {
-        guard isOn else { return body() }
-        _ = bench_pin_current_thread(allowed[0])
+        pinned(to: driverCPU, body)
+    }
+
+    /// Runs `body` with the calling thread pinned to the loop CPU, if pinning: for the main
+    /// thread while it runs a main loop (scenario mainqueue).
+    func asLoopThread<T>(_ body: () -> T) -> T {
+        pinned(to: loopCPU, body)
+    }
+
+    private func pinned<T>(to cpu: Int32?, _ body: () -> T) -> T {
+        guard let cpu else { return body() }
+        _ = bench_pin_current_thread(cpu)
         defer { _ = bench_pin_current_thread(-1) }
         return body()
     }

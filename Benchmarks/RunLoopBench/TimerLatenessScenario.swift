@@ -35,7 +35,7 @@ struct TimerLatenessScenario {
         return Latencies.percentileFigures(
             prefix: "timer.repeat", scenario: "timers",
             label: "\(formatted(repeatingMs)) ms repeating timer lateness", of: repeating,
-            goals: ["p50": "≤ 20 µs", "p99": "< CF"])
+            goals: ["p50": .atMost(20), "p99": .below(.cf)])
             + Latencies.percentileFigures(
                 prefix: "timer.oneshot", scenario: "timers",
                 label: "\(formatted(oneShotUs)) µs re-armed timer lateness", of: oneShot)

@@ -83,7 +83,7 @@ struct TimerScalingScenario {
     private func growth(_ op: String, low: Int, high: Int, values: [Int: [BackendID: Double]]) -> Figure {
         var f = Figure(id: "scaling.\(op).growth", scenario: "scaling",
                        label: "timer \(op) cost at \(Self.label(high)) ÷ at \(Self.label(low))",
-                       unit: "×", better: .lower, goal: "≤ 2")
+                       unit: "×", better: .lower, goal: .atMost(2))
         for (backend, atHigh) in values[high] ?? [:] {
             if let atLow = values[low]?[backend], atLow > 0 { f.values[backend] = atHigh / atLow }
         }

@@ -38,7 +38,8 @@ struct WakeupScenario {
         let byBackend = Dictionary(uniqueKeysWithValues: zip(backends.map(\.id), latencies))
         return Latencies.percentileFigures(
             prefix: "wakeup", scenario: "wakeup", label: "wake-up", of: byBackend,
-            goals: ["p50": "≤ 1.15× libev", "p99": "≤ 1.15× libev"])
+            goals: ["p50": .ratioAtMost(1.15, against: .libev),
+                    "p99": .ratioAtMost(1.15, against: .libev)])
     }
 
     /// One wake-up: pause so the loop is asleep, trigger, wait for the callout; trigger →
