@@ -96,23 +96,24 @@ extension EvRunLoop {
     /// looks. Returns whether the main queue signalled work.
     private func sleep(_ run: RunContext, poll: Bool) -> Bool {
         if isMain { backend.value.watchMainQueue(run.servicesMainQueue) }
-        let mustNotBlock: Bool = state.withLock { state in
+        let plan: SleepPlan? = state.withLock { state in
             syncWatchers(for: run.mode, &state)
             // A ready version-1 source (a port with messages) is like a kernel event already there.
-            if poll || hasReadySource1(run, &state) || backend.value.hasReady { return true }
-            let deadline = min(nextTimerWakeUp(run.modeState), run.deadline)
-            state.sleepDeadline = deadline
-            backend.value.setDeadline(deadline)
-            return false
+            if poll || hasReadySource1(run, &state) || backend.value.hasReady { return nil }
+            return armDeadline(run, &state)
         }
         let reasons: WakeReasons
-        if mustNotBlock {
-            reasons = backend.value.wait(poll: true)
-        } else {
+        if let plan {
             waiting.store(true, ordering: .releasing)
             reasons = backend.value.wait(poll: false)
+            let earlyFor: MonotonicTime? = state.withLock { state in
+                state.sleepDeadline = nil
+                return reasons.contains(.deadline) ? finishDeadlineWakeUp(plan, &state) : nil
+            }
+            if let earlyFor { waitAwake(until: earlyFor) }
             waiting.store(false, ordering: .releasing)
-            state.withLock { $0.sleepDeadline = nil }
+        } else {
+            reasons = backend.value.wait(poll: true)
         }
         if backend.value.hasReady { collectReadiness() }
         return reasons.contains(.mainQueue) && backend.value.takeMainQueueSignal()

@@ -33,6 +33,8 @@ struct LoopState {
     var sequence: UInt64 = 0
     /// Tasks waiting in ``EvRunLoop/waitUntilStopped()``.
     var stopWaiters: [CheckedContinuation<Void, Never>] = []
+    /// How early to arm timer deadlines (see ``WakeLead``).
+    var wakeLead = WakeLead()
     /// True while the main loop drains libdispatch's main queue (R60).
     var isServicingMainQueue = false
     /// Set when the owning thread exits (R4).
