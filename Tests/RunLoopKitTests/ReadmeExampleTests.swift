@@ -49,21 +49,61 @@ func readmeExample() -> [String] {
 }
 // README-EXAMPLE-END
 
+// README-SOURCES-BEGIN
+/// Version-1 sources on the calling thread's loop: a message port, a file descriptor, a signal.
+func readmeSources(reading fd: Int32) throws -> [String] {
+    let log = Mutex<[String]>([])
+    let loop = EvRunLoop.current
+    let port = EvMessagePort<String> { message in log.withLock { $0.append("port: \(message)") } }
+    loop.add(port, forMode: .default)  // an empty port keeps the loop alive
+    try port.send("hello")  // from any thread; throws once the loop's thread has exited
+
+    let input = try EvFileDescriptorSource(fileDescriptor: fd, events: .readable) { readiness in
+        var byte: UInt8 = 0
+        _ = read(fd, &byte, 1)  // drain it, or it stays readable
+        log.withLock { $0.append("fd: \(readiness.contains(.readable) ? "readable" : "error")") }
+    }
+    loop.add(input, forMode: .default)
+
+    let hangUp = try EvSignalSource(signal: SIGHUP) { log.withLock { $0.append("signal: SIGHUP") } }
+    loop.add(hangUp, forMode: .default)
+    kill(getpid(), SIGHUP)  // delivered on this thread, in the loop's next iterations
+
+    while log.withLock({ $0.count }) < 3 {
+        loop.run(mode: .default, timeout: .seconds(10), returnAfterSourceHandled: true)
+    }
+    input.invalidate()
+    hangUp.invalidate()
+    return log.withLock { $0.sorted() }
+}
+// README-SOURCES-END
+
 @Suite struct ReadmeExampleTests {
     @Test func exampleRunsAsTheReadmeSays() {
         let log = onLoopThread { _ in readmeExample() }
         #expect(log == ["entry", "tick", "tick", "tick", "source", "exit", "stopped"])
     }
 
-    /// The README shows exactly the code above.
-    @Test func readmeShowsThisCode() throws {
+    @Test func sourcesExampleRunsAsTheReadmeSays() {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        let fds = ends
+        defer { close(fds[0]); close(fds[1]) }
+        var byte: UInt8 = 1
+        #expect(write(fds[1], &byte, 1) == 1)
+        let log = onLoopThread { _ in try! readmeSources(reading: fds[0]) }
+        #expect(log == ["fd: readable", "port: hello", "signal: SIGHUP"])
+    }
+
+    /// The README shows exactly the code above, each marked region in a Swift block.
+    @Test(arguments: ["EXAMPLE", "SOURCES"]) func readmeShowsThisCode(region: String) throws {
         let here = URL(fileURLWithPath: #filePath)
         let root = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         let source = try String(contentsOf: here, encoding: .utf8)
-        let begin = source.range(of: "// README-EXAMPLE-BEGIN\n")!
-        let end = source.range(of: "// README-EXAMPLE-END")!
-        let example = String(source[begin.upperBound..<end.lowerBound])
-        #expect(readme.contains("```swift\nimport RunLoopKit\nimport Synchronization\nimport Foundation\n\n" + example + "```"))
+        let begin = try #require(source.range(of: "// README-\(region)-BEGIN\n"))
+        let end = try #require(source.range(of: "// README-\(region)-END"))
+        let code = String(source[begin.upperBound..<end.lowerBound])
+        #expect(readme.contains(code + "```"))
     }
 }
