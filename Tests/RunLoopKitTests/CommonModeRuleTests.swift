@@ -2,11 +2,6 @@ import Foundation
 import RunLoopKit
 import Testing
 
-/// An observer that logs the name of every phase it sees into a log shared with callouts.
-private func phaseLogger(_ log: EventLog<String>) -> EvObserver {
-    EvObserver(activities: .allActivities) { _, activity in log.append("\(activity)") }
-}
-
 /// A source that logs the modes it is scheduled in and cancelled from.
 private func trackedSource(_ log: EventLog<String>) -> EvSource {
     EvSource(

@@ -116,15 +116,6 @@ func isExactlyOneRunLoopsDescriptors(_ opened: [Int32: String]) -> Bool {
         && others.values.filter { $0 == "anon_inode:[timerfd]" }.count == 1
 }
 
-/// Spins until `condition` holds; false if `seconds` passed first (a safety net only).
-private func spinUntil(timeout seconds: Double = 30, _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while !condition() {
-        if ContinuousClock.now > deadline { return false }
-        sched_yield()
-    }
-    return true
-}
 
 /// The keep-alive thread of the seeds (常驻线程): a worker whose loop a source keeps alive, that
 /// runs tasks posted from other threads, in order, until it is asked to stop; then `run()`

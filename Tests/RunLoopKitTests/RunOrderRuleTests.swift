@@ -5,25 +5,8 @@ import Testing
 import Glibc
 #endif
 
-/// An observer that logs the name of every phase in `activities` into a log shared with callouts.
-private func phaseLogger(_ log: EventLog<String>, _ activities: EvRunLoop.Activity = .allActivities) -> EvObserver {
-    EvObserver(activities: activities) { _, activity in log.append("\(activity)") }
-}
 
-/// A one-shot observer of `activity` that runs `body` the first time it is seen.
-private func once(_ activity: EvRunLoop.Activity, order: Int = 1, _ body: @escaping @Sendable () -> Void) -> EvObserver {
-    EvObserver(activities: activity, repeats: false, order: order) { _, _ in body() }
-}
 
-/// Spins until `condition` holds; false if `seconds` passed first (a safety net only).
-private func spinUntil(timeout seconds: Double = 30, _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while !condition() {
-        if ContinuousClock.now > deadline { return false }
-        sched_yield()
-    }
-    return true
-}
 
 /// R19–R26: the phases of one run, in order, and how a run ends.
 @Suite struct RunOrderRuleTests {

@@ -5,15 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// An observer that logs the name of every phase in `activities` into a log shared with callouts.
-private func phaseLogger(_ log: EventLog<String>, _ activities: EvRunLoop.Activity = .allActivities) -> EvObserver {
-    EvObserver(activities: activities) { _, activity in log.append("\(activity)") }
-}
 
-/// A one-shot observer of `activity` that runs `body` the first time it is seen.
-private func once(_ activity: EvRunLoop.Activity, order: Int = 1, _ body: @escaping @Sendable () -> Void) -> EvObserver {
-    EvObserver(activities: activity, repeats: false, order: order) { _, _ in body() }
-}
 
 /// An observer that opens `latches[n]` the n-th time it sees `activity` (counting from 0).
 private func counting(_ activity: EvRunLoop.Activity, _ latches: [Latch]) -> EvObserver {
@@ -27,15 +19,6 @@ private func counting(_ activity: EvRunLoop.Activity, _ latches: [Latch]) -> EvO
     }
 }
 
-/// Spins until `condition` holds; false if `seconds` passed first (a safety net only).
-private func spinUntil(timeout seconds: Double = 30, _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while !condition() {
-        if ContinuousClock.now > deadline { return false }
-        sched_yield()
-    }
-    return true
-}
 
 /// R27–R32: stop, wake-up, and the run forms built on single runs.
 @Suite struct StopAndWakeUpRuleTests {

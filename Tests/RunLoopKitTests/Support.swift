@@ -102,3 +102,23 @@ func keepAliveTimer() -> EvTimer {
 func openFileDescriptorCount() -> Int {
     (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
 }
+
+/// An observer that logs the name of every phase in `activities` into a log shared with callouts.
+func phaseLogger(_ log: EventLog<String>, _ activities: EvRunLoop.Activity = .allActivities) -> EvObserver {
+    EvObserver(activities: activities) { _, activity in log.append("\(activity)") }
+}
+
+/// A one-shot observer of `activity` that runs `body` the first time it is seen.
+func once(_ activity: EvRunLoop.Activity, order: Int = 1, _ body: @escaping @Sendable () -> Void) -> EvObserver {
+    EvObserver(activities: activity, repeats: false, order: order) { _, _ in body() }
+}
+
+/// Spins until `condition` holds; false if `seconds` passed first (a safety net only).
+func spinUntil(timeout seconds: Double = 30, _ condition: () -> Bool) -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while !condition() {
+        if ContinuousClock.now > deadline { return false }
+        sched_yield()
+    }
+    return true
+}
