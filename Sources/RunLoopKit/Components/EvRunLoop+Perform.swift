@@ -1,0 +1,120 @@
+import Dispatch
+import Synchronization
+
+/// Why a perform request could not be carried out.
+public enum EvPerformError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The loop's thread has exited, so the block can never run (R4). Thrown when the loop was
+    /// already dead when the request was made, and to a waiting caller when the loop died with
+    /// the request still pending (CF drops such blocks silently).
+    case loopExited
+
+    /// A message naming the call that failed and why.
+    public var description: String {
+        switch self {
+        case .loopExited: "EvRunLoop perform: the run loop's thread has exited; the block can never run"
+        }
+    }
+}
+
+extension EvRunLoop {
+    /// Runs `block` on this loop's thread in one of `modes`, like Foundation's
+    /// `perform(_:on:with:waitUntilDone:modes:)` (seed 002).
+    ///
+    /// The block is scheduled as a perform-block (R54, R55) and the loop is woken, so unlike
+    /// ``perform(inModes:_:)`` a sleeping loop need not be woken by the caller. It runs only while
+    /// the loop runs one of `modes` (``Mode/common`` = whichever common mode runs, R15): a block
+    /// scheduled for `.default` waits out a tracking mode and runs when `.default` comes back
+    /// (seed 001's lazy image decoding).
+    ///
+    /// - Thread: any. With `waitUntilDone` on the loop's own thread the block runs at once,
+    ///   before this call returns, whatever mode is running (as Foundation does). With
+    ///   `waitUntilDone` from another thread the caller blocks until the block has run on the
+    ///   loop's thread; it waits as long as the loop does not run one of `modes`.
+    /// - Throws: ``EvPerformError/loopExited`` if the loop's thread has exited — or, when
+    ///   waiting, exits before the block ran.
+    /// - Precondition: `modes` is not empty.
+    public func perform(
+        inModes modes: [Mode] = [.common], waitUntilDone: Bool, _ block: @escaping @Sendable () -> Void
+    ) throws(EvPerformError) {
+        require(!modes.isEmpty, "EvRunLoop.perform(inModes:waitUntilDone:_:): modes must not be empty")
+        if waitUntilDone {
+            do {
+                try performAndWait(inModes: modes, block)
+            } catch let error as EvPerformError {
+                throw error
+            } catch {
+                fatalError("EvRunLoop.perform(inModes:waitUntilDone:_:): unexpected error \(error)")
+            }
+            return
+        }
+        guard !threadHasExited else { throw .loopExited }
+        perform(inModes: modes, block)
+        wakeUp()
+    }
+
+    /// Runs `body` on this loop's thread in one of `modes` and returns its value, or rethrows
+    /// its error, once it has run (perform with waitUntilDone, carrying a result).
+    ///
+    /// - Thread: any. On the loop's own thread `body` runs at once, whatever mode is running.
+    ///   From another thread the caller blocks until the loop, running one of `modes`, has
+    ///   called `body`; the loop is woken for it.
+    /// - Throws: ``EvPerformError/loopExited`` if the loop's thread has exited or exits before
+    ///   `body` ran; otherwise whatever `body` throws.
+    /// - Precondition: `modes` is not empty.
+    @discardableResult
+    public func performAndWait<T: Sendable>(
+        inModes modes: [Mode] = [.common], _ body: @escaping @Sendable () throws -> T
+    ) throws -> T {
+        require(!modes.isEmpty, "EvRunLoop.performAndWait(inModes:_:): modes must not be empty")
+        if ThreadRegistry.isOwnedByCallingThread(self) { return try body() }
+        guard !threadHasExited else { throw EvPerformError.loopExited }
+        let completion = PerformCompletion<T>()
+        perform(inModes: modes, completion.block(body))
+        wakeUp()
+        return try completion.wait().get()
+    }
+
+    /// Whether the loop's thread has exited (R4).
+    var threadHasExited: Bool { state.withLock { $0.isDead } }
+}
+
+/// The result of one waited-for perform, handed from the loop's thread to the waiting caller.
+///
+/// The block handed to the loop owns a ``DropSentinel``: if the loop drops the block without
+/// running it (its thread exits, R4), the sentinel's deinit completes the request with
+/// ``EvPerformError/loopExited`` so the caller never waits forever.
+final class PerformCompletion<T: Sendable>: Sendable {
+    private let result = Locked<Result<T, any Error>?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    /// The block to schedule: runs `body` and records its outcome.
+    func block(_ body: @escaping @Sendable () throws -> T) -> @Sendable () -> Void {
+        let sentinel = DropSentinel(self)
+        return {
+            sentinel.completion.finish(Result { try body() })
+        }
+    }
+
+    /// Records the first outcome and wakes the caller; later ones are ignored.
+    func finish(_ outcome: Result<T, any Error>) {
+        let isFirst = result.withLock { result -> Bool in
+            guard result == nil else { return false }
+            result = outcome
+            return true
+        }
+        if isFirst { done.signal() }
+    }
+
+    /// Blocks until an outcome was recorded.
+    func wait() -> Result<T, any Error> {
+        done.wait()
+        return result.withLock { $0! }
+    }
+}
+
+/// Completes its request with ``EvPerformError/loopExited`` when released before the request ran.
+final class DropSentinel<T: Sendable>: Sendable {
+    let completion: PerformCompletion<T>
+    init(_ completion: PerformCompletion<T>) { self.completion = completion }
+    deinit { completion.finish(.failure(EvPerformError.loopExited)) }
+}

@@ -1,0 +1,98 @@
+#if canImport(Runtime)
+// `Backtrace(architecture:frames:images:)` — building a backtrace from addresses captured
+// elsewhere, here on another thread — is SPI of the Runtime module; its public API can only
+// capture the calling thread. Symbolication itself (`symbolicated()`) is public.
+@_spi(Internal) import Runtime
+#endif
+
+/// The stack of a stalled run-loop thread, as ``EvStallMonitor`` captured it.
+///
+/// Frames are innermost first. They were recovered by following frame pointers in a copy of the
+/// stalled thread's stack taken by a signal handler on that thread; where code without frame
+/// pointers broke the chain, return addresses were found by scanning the stack
+/// (``Frame/isFromStackScan``; such frames can be stale). See ``EvStallMonitor`` for the limits.
+public struct EvStallBacktrace: Sendable, CustomStringConvertible {
+    /// One frame.
+    public struct Frame: Sendable, CustomStringConvertible {
+        /// The program counter (first frame) or return address.
+        public let address: UInt
+        /// The demangled function name, when symbolicated and known.
+        public let symbol: String?
+        /// The name of the image (executable or shared library) holding `address`.
+        public let image: String?
+        /// `file:line:column`, when debug information says.
+        public let sourceLocation: String?
+        /// Whether this is an inlined call inside the frame that follows it.
+        public let isInlined: Bool
+        /// Whether the address was found by scanning the stack rather than by the frame chain.
+        public let isFromStackScan: Bool
+
+        /// The address, then whatever is known: symbol, source location, image, flags.
+        public var description: String {
+            var text = "0x" + String(address, radix: 16)
+            if let symbol { text += " \(symbol)" }
+            if let sourceLocation { text += " at \(sourceLocation)" }
+            if let image { text += " (\(image))" }
+            if isInlined { text += " [inlined]" }
+            if isFromStackScan { text += " [scanned]" }
+            return text
+        }
+    }
+
+    /// The frames, innermost first.
+    public let frames: [Frame]
+
+    /// One numbered line per frame, innermost first.
+    public var description: String {
+        frames.enumerated().map { "  #\($0.offset) \($0.element)" }.joined(separator: "\n")
+    }
+
+    /// Turns the raw addresses of a capture into frames: symbolicated with the Runtime module
+    /// when `symbolicate` is set and the toolchain offers it; otherwise image names only.
+    static func make(from stack: StackCapture.RawStack, symbolicate: Bool) -> EvStallBacktrace {
+        #if canImport(Runtime)
+        let images = ImageMap.capture()
+        let code = images.compactMap { image -> ClosedRange<UInt>? in
+            guard let low = UInt(image.baseAddress), let high = UInt(image.endOfText), low <= high else { return nil }
+            return low...high
+        }
+        let raw = StackCapture.unwind(stack) { address in code.contains { $0.contains(address) } }
+        let scanned = Set(raw.filter(\.scanned).map(\.address))
+        func imageName(_ address: UInt) -> String? {
+            images.indexOfImage(at: Backtrace.Address(UInt64(address))).flatMap { images[$0].name }
+        }
+        if symbolicate {
+            let frames: [RichFrame<UInt>] = raw.enumerated().map {
+                $0.offset == 0 ? .programCounter($0.element.address) : .returnAddress($0.element.address)
+            }
+            let backtrace = Backtrace(architecture: architecture, frames: frames, images: images)
+            if let symbolicated = backtrace.symbolicated() {
+                return EvStallBacktrace(frames: symbolicated.frames.compactMap { frame in
+                    // Skips the "truncated"/"omitted" markers the Runtime may add.
+                    guard let address = UInt(frame.captured.originalProgramCounter), address != 0 else { return nil }
+                    return Frame(
+                        address: address, symbol: frame.symbol?.name,
+                        image: frame.symbol?.imageName ?? imageName(address),
+                        sourceLocation: frame.symbol?.sourceLocation.map { "\($0.path):\($0.line):\($0.column)" },
+                        isInlined: frame.inlined, isFromStackScan: scanned.contains(address))
+                })
+            }
+        }
+        return EvStallBacktrace(frames: raw.map {
+            Frame(
+                address: $0.address, symbol: nil, image: imageName($0.address), sourceLocation: nil,
+                isInlined: false, isFromStackScan: $0.scanned)
+        })
+        #else
+        let raw = StackCapture.unwind(stack) { _ in true }
+        return EvStallBacktrace(frames: raw.map {
+            Frame(address: $0.address, symbol: nil, image: nil, sourceLocation: nil, isInlined: false, isFromStackScan: $0.scanned)
+        })
+        #endif
+    }
+
+    #if canImport(Runtime)
+    /// The Runtime module's name for this machine's architecture.
+    private static let architecture: String = (try? Backtrace.capture(limit: 1).architecture) ?? "unknown"
+    #endif
+}

@@ -1,0 +1,154 @@
+import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A joinable pthread for the components (worker threads, the stall monitor's watchdog).
+///
+/// Ending such a thread from another thread joins it (``join()`` returns once the thread has
+/// fully exited, its run loop torn down by the thread-exit destructor, R4). Ending it from its
+/// own thread cannot join; the thread is then marked to detach itself when its body returns, so
+/// it never lingers as an unjoined zombie. Foundation's `Thread` is not used: it cannot be joined,
+/// and seed 004's leak test needs "stopped" to mean "gone".
+final class EvThreadHandle: Sendable {
+    private enum Phase {
+        /// The body runs (or has returned) and nobody has claimed the join yet.
+        case running
+        /// Ended from its own thread: the thread detaches itself when its body returns.
+        case detachAtExit
+        /// Some thread is in `pthread_join`; `waiters` more wait for it.
+        case joining
+        case joined
+        case detached
+    }
+
+    private struct State {
+        var phase = Phase.running
+        var thread: pthread_t?
+        var waiters = 0
+    }
+
+    private let state = Locked(State())
+    private let joinedSignal = DispatchSemaphore(value: 0)
+
+    private init() {}
+
+    /// Starts a thread running `body`.
+    ///
+    /// - Parameters:
+    ///   - name: the thread's name as `ps`/`top` show it (truncated to 15 bytes).
+    ///   - stackSize: the stack size in bytes; `nil` for the system default.
+    /// - Throws: the `errno` of `pthread_create` (`EAGAIN` when the process is out of threads).
+    static func spawn(name: String?, stackSize: Int?, _ body: @escaping @Sendable () -> Void) throws(SpawnFailure) -> EvThreadHandle {
+        let handle = EvThreadHandle()
+        let start = Unmanaged.passRetained(ThreadStart(handle: handle, name: name, body: body)).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        if let stackSize { pthread_attr_setstacksize(&attributes, max(stackSize, Int(PTHREAD_STACK_MIN))) }
+        var thread = pthread_t()
+        let status = pthread_create(&thread, &attributes, { argument in
+            let start = Unmanaged<ThreadStart>.fromOpaque(argument!).takeRetainedValue()
+            start.handle.state.withLock { $0.thread = pthread_self() }
+            if let name = start.name {
+                var bytes = name.utf8.prefix(15).map { CChar(bitPattern: $0) }
+                bytes.append(0)
+                _ = GNUExtensions.setThreadName?(pthread_self(), bytes)
+            }
+            start.body()
+            start.handle.bodyReturned()
+            return nil
+        }, start)
+        guard status == 0 else {
+            Unmanaged<ThreadStart>.fromOpaque(start).release()
+            throw SpawnFailure(errno: status)
+        }
+        handle.state.withLock { $0.thread = thread }
+        return handle
+    }
+
+    /// Whether the calling thread is this thread.
+    var isCurrent: Bool {
+        guard let thread = state.withLock({ $0.thread }) else { return false }
+        return pthread_equal(thread, pthread_self()) != 0
+    }
+
+    /// The thread's pthread id.
+    var thread: pthread_t? { state.withLock { $0.thread } }
+
+    /// From another thread: waits until the thread has exited (joining it, or waiting for whoever
+    /// joins it). From the thread itself: returns at once and marks the thread to detach itself
+    /// when its body returns. Returns at once if the thread already detached itself.
+    func join() {
+        enum Action { case join(pthread_t), wait, none }
+        let action = state.withLock { state -> Action in
+            guard let thread = state.thread else { return .none }
+            if pthread_equal(thread, pthread_self()) != 0 {
+                if state.phase == .running { state.phase = .detachAtExit }
+                return .none
+            }
+            switch state.phase {
+            case .running, .detachAtExit:
+                state.phase = .joining
+                return .join(thread)
+            case .joining:
+                state.waiters += 1
+                return .wait
+            case .joined, .detached:
+                return .none
+            }
+        }
+        switch action {
+        case .join(let thread):
+            pthread_join(thread, nil)
+            let waiters = state.withLock { state -> Int in
+                state.phase = .joined
+                defer { state.waiters = 0 }
+                return state.waiters
+            }
+            for _ in 0..<waiters { joinedSignal.signal() }
+        case .wait:
+            joinedSignal.wait()
+        case .none:
+            break
+        }
+    }
+
+    /// Marks the thread to detach itself at exit unless someone joins it first; for an owner
+    /// that will not wait.
+    func detachWhenDone() {
+        state.withLock { state in
+            if state.phase == .running { state.phase = .detachAtExit }
+        }
+    }
+
+    /// The last thing the thread's body does.
+    private func bodyReturned() {
+        state.withLock { state in
+            guard state.phase == .detachAtExit else { return }
+            state.phase = .detached
+            pthread_detach(pthread_self())
+        }
+    }
+
+    /// `pthread_create` failed.
+    struct SpawnFailure: Error {
+        let errno: Int32
+    }
+}
+
+/// What a new thread needs, handed over through `pthread_create`'s argument.
+private final class ThreadStart: Sendable {
+    let handle: EvThreadHandle
+    let name: String?
+    let body: @Sendable () -> Void
+
+    init(handle: EvThreadHandle, name: String?, body: @escaping @Sendable () -> Void) {
+        self.handle = handle
+        self.name = name
+        self.body = body
+    }
+}

@@ -1,0 +1,294 @@
+import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Why an ``EvWorkerThread`` refused a call.
+public enum EvWorkerThreadError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Work was submitted before ``EvWorkerThread/start()``.
+    case notStarted
+    /// ``EvWorkerThread/start()`` was called on a worker that was already started.
+    case alreadyStarted
+    /// The worker was stopped: it accepts no more work and cannot be started again.
+    case stopped
+    /// `pthread_create` failed with this `errno` (`EAGAIN`: the process is out of threads).
+    case threadCreationFailed(errno: Int32)
+    /// The new thread could not create its run loop (no file descriptor left, say).
+    case runLoopUnavailable(EvRunLoopError)
+
+    /// A message naming the call that failed and why.
+    public var description: String {
+        switch self {
+        case .notStarted: "EvWorkerThread: work submitted before start()"
+        case .alreadyStarted: "EvWorkerThread.start(): the worker was already started"
+        case .stopped: "EvWorkerThread: the worker was stopped and accepts no more work"
+        case .threadCreationFailed(let errno): "EvWorkerThread.start(): pthread_create failed (errno \(errno))"
+        case .runLoopUnavailable(let error): "EvWorkerThread.start(): \(error)"
+        }
+    }
+}
+
+/// A keep-alive thread: a thread whose run loop waits for work (seeds 000, 001, 004).
+///
+/// The thread runs its loop's default mode with a private keep-alive source, so it sleeps
+/// without spinning until work arrives. Work is scheduled as perform-blocks in the loop's common
+/// modes (R15, R54) and the loop is woken for it; items run one after another, in the order they
+/// were submitted (R55), on the worker's thread.
+///
+/// ``stop(waitUntilExited:)`` runs everything submitted before it, then ends the run loop and
+/// the thread — and, unlike seed 004's `[NSRunLoop run]` trap, the thread really exits: its loop
+/// is torn down (R4) and, from another thread, `stop` joins it, so nothing of it remains once
+/// `stop` returns. Dropping the last reference to the worker stops it the same way. Submitting
+/// after `stop` throws ``EvWorkerThreadError/stopped``; nothing is silently dropped.
+///
+/// Work scheduled directly on ``runLoop`` (``EvRunLoop/perform(inModes:waitUntilDone:_:)``,
+/// timers, delayed performs) is not covered by that promise: whatever is still pending in it when
+/// the thread ends is dropped with the loop (waiting callers get ``EvPerformError/loopExited``).
+public final class EvWorkerThread: Sendable {
+    /// The life of a worker.
+    public enum State: Sendable, Equatable {
+        /// Created, not started.
+        case idle
+        /// Running: accepts work.
+        case running
+        /// ``EvWorkerThread/stop(waitUntilExited:)`` was called: finishing what was submitted.
+        case stopping
+        /// The thread has ended (or the worker was stopped before it was started).
+        case stopped
+    }
+
+    private let core: WorkerCore
+
+    /// A worker thread, not yet started.
+    ///
+    /// - Parameters:
+    ///   - name: the thread's name (visible in `ps -L`, debuggers; truncated to 15 bytes).
+    ///   - stackSize: the thread's stack size in bytes; `nil` for the system default.
+    public init(name: String? = nil, stackSize: Int? = nil) {
+        core = WorkerCore(name: name, stackSize: stackSize)
+    }
+
+    /// Stops the worker (see ``stop(waitUntilExited:)``): from another thread this waits until
+    /// work already submitted has run and the thread has exited; from the worker's own thread it
+    /// does not wait.
+    deinit { core.stop(waitUntilExited: true) }
+
+    /// Starts the thread and returns once its run loop exists and accepts work.
+    ///
+    /// - Thread: any.
+    /// - Throws: ``EvWorkerThreadError/alreadyStarted`` or ``EvWorkerThreadError/stopped`` when
+    ///   called twice or after `stop`; ``EvWorkerThreadError/threadCreationFailed(errno:)`` or
+    ///   ``EvWorkerThreadError/runLoopUnavailable(_:)`` when the system is out of threads or file
+    ///   descriptors (the worker stays startable).
+    public func start() throws(EvWorkerThreadError) {
+        try core.start()
+    }
+
+    /// The worker's run loop while it is running or stopping; `nil` before start and after the
+    /// thread ended.
+    public var runLoop: EvRunLoop? { core.shared.withLock { $0.loop } }
+
+    /// Where the worker is in its life.
+    public var state: State { core.shared.withLock { $0.state } }
+
+    /// Schedules `work` to run on the worker thread and returns at once (fire-and-forget).
+    ///
+    /// Items run in submission order, each once, in the worker loop's common modes.
+    ///
+    /// - Thread: any, including the worker itself (the item then runs after the current one).
+    /// - Throws: ``EvWorkerThreadError/notStarted`` before ``start()``;
+    ///   ``EvWorkerThreadError/stopped`` once ``stop(waitUntilExited:)`` was called.
+    public func submit(_ work: @escaping @Sendable () -> Void) throws(EvWorkerThreadError) {
+        try core.submit(work)
+    }
+
+    /// Runs `work` on the worker thread and waits for it: returns its value or rethrows its error.
+    ///
+    /// - Thread: any. Called on the worker thread itself, `work` runs at once (waiting for it in
+    ///   the queue would deadlock) — if the worker still accepts work.
+    /// - Throws: ``EvWorkerThreadError`` when the worker does not accept work (not started,
+    ///   stopped); otherwise whatever `work` throws.
+    @discardableResult
+    public func submitAndWait<T: Sendable>(_ work: @escaping @Sendable () throws -> T) throws -> T {
+        if core.isWorkerThread {
+            try core.checkAcceptsWork()
+            return try work()
+        }
+        let completion = PerformCompletion<T>()
+        try core.submit(completion.block(work))
+        return try completion.wait().get()
+    }
+
+    /// Stops the worker: work submitted before this call still runs, in order; then the run loop
+    /// ends and the thread exits. Later submissions throw ``EvWorkerThreadError/stopped``.
+    ///
+    /// Stopping twice, or stopping a worker that was never started, does nothing more.
+    ///
+    /// - Parameter waitUntilExited: from another thread, `true` (the default) waits until the
+    ///   queued work has run and the thread has exited and been joined — its run loop torn down,
+    ///   its descriptors closed. `false` returns at once; the thread then ends on its own.
+    /// - Thread: any. On the worker thread itself (from a work item) it never waits: the current
+    ///   item finishes, the rest of the queue runs, then the thread ends.
+    public func stop(waitUntilExited: Bool = true) {
+        core.stop(waitUntilExited: waitUntilExited)
+    }
+}
+
+/// The part of a worker that its thread and its scheduled blocks share; the public object owns
+/// it, the thread never owns the public object (so dropping it stops the worker).
+final class WorkerCore: Sendable {
+    struct Shared {
+        var state = EvWorkerThread.State.idle
+        var isStarting = false
+        var loop: EvRunLoop?
+        var thread: EvThreadHandle?
+        var keepAlive: EvSource?
+    }
+
+    let shared = Locked(Shared())
+    /// Set by the final block; the thread's run loop ends when it sees it.
+    private let finished = Atomic<Bool>(false)
+    private let name: String?
+    private let stackSize: Int?
+
+    init(name: String?, stackSize: Int?) {
+        self.name = name
+        self.stackSize = stackSize
+    }
+
+    var isWorkerThread: Bool { shared.withLock { $0.thread }?.isCurrent ?? false }
+
+    func start() throws(EvWorkerThreadError) {
+        try shared.withLock { shared throws(EvWorkerThreadError) in
+            switch shared.state {
+            case .idle where !shared.isStarting: shared.isStarting = true
+            case .idle, .running, .stopping: throw .alreadyStarted
+            case .stopped: throw .stopped
+            }
+        }
+        let handshake = StartHandshake()
+        let thread: EvThreadHandle
+        do {
+            thread = try EvThreadHandle.spawn(name: name, stackSize: stackSize) { [self] in
+                threadBody(handshake)
+            }
+        } catch {
+            shared.withLock { $0.isStarting = false }
+            throw .threadCreationFailed(errno: error.errno)
+        }
+        shared.withLock { $0.thread = thread }
+        handshake.ready.wait()
+        if let error = handshake.failure.withLock({ $0 }) {
+            thread.join()
+            shared.withLock { shared in
+                shared.isStarting = false
+                shared.thread = nil
+            }
+            throw .runLoopUnavailable(error)
+        }
+    }
+
+    private func threadBody(_ handshake: StartHandshake) {
+        let loop: EvRunLoop
+        do {
+            loop = try EvRunLoop.forCurrentThread()
+        } catch {
+            handshake.failure.withLock { $0 = error }
+            handshake.ready.signal()
+            return
+        }
+        let keepAlive = EvSource {}  // never signalled: it only keeps the default mode from being empty (R16)
+        loop.add(keepAlive, forMode: .default)
+        shared.withLock { shared in
+            shared.loop = loop
+            shared.keepAlive = keepAlive
+            shared.state = .running
+            shared.isStarting = false
+        }
+        handshake.ready.signal()
+        while !finished.load(ordering: .acquiring) {
+            loop.run(mode: .default)
+        }
+        keepAlive.invalidate()
+        shared.withLock { shared in
+            shared.loop = nil
+            shared.keepAlive = nil
+            shared.state = .stopped
+        }
+    }
+
+    /// Throws what ``submit(_:)`` would throw, without submitting anything.
+    func checkAcceptsWork() throws(EvWorkerThreadError) {
+        switch shared.withLock({ $0.state }) {
+        case .idle: throw .notStarted
+        case .stopping, .stopped: throw .stopped
+        case .running: return
+        }
+    }
+
+    func submit(_ work: @escaping @Sendable () -> Void) throws(EvWorkerThreadError) {
+        let loop = try shared.withLock { shared throws(EvWorkerThreadError) -> EvRunLoop in
+            switch shared.state {
+            case .idle: throw .notStarted
+            case .stopping, .stopped: throw .stopped
+            case .running:
+                // Scheduled under the worker's lock, so it is ordered before any stop's final block.
+                shared.loop!.perform(inModes: [.common], work)
+                return shared.loop!
+            }
+        }
+        loop.wakeUp()
+    }
+
+    func stop(waitUntilExited: Bool) {
+        enum Step { case retry, done(EvThreadHandle?, EvRunLoop?) }
+        while true {
+            let step = shared.withLock { shared -> Step in
+                switch shared.state {
+                case .idle:
+                    if shared.isStarting { return .retry }  // start() is creating the thread
+                    shared.state = .stopped
+                    return .done(nil, nil)
+                case .running:
+                    shared.state = .stopping
+                    let loop = shared.loop!
+                    let keepAlive = shared.keepAlive
+                    loop.perform(inModes: [.common]) { [self] in finish(loop, keepAlive) }
+                    return .done(shared.thread, loop)
+                case .stopping, .stopped:
+                    return .done(shared.thread, nil)
+                }
+            }
+            guard case .done(let thread, let loop) = step else {
+                sched_yield()
+                continue
+            }
+            loop?.wakeUp()
+            guard let thread else { return }
+            if waitUntilExited || thread.isCurrent { thread.join() } else { thread.detachWhenDone() }
+            return
+        }
+    }
+
+    /// The final block: everything submitted before it has run (R55). Ends every run of the
+    /// worker's loop, including a nested run a work item may have started, in which this block
+    /// can find itself: the stop mark only ends the innermost run (R27), so the block schedules
+    /// itself again until it runs in the outermost one.
+    private func finish(_ loop: EvRunLoop, _ keepAlive: EvSource?) {
+        finished.store(true, ordering: .releasing)
+        keepAlive?.invalidate()
+        loop.stop()
+        if loop.state.withLock({ $0.runs.count }) > 1 {
+            loop.perform(inModes: [.common]) { [self] in finish(loop, keepAlive) }
+        }
+    }
+}
+
+/// The new worker thread reports to ``WorkerCore/start()`` through this.
+private final class StartHandshake: Sendable {
+    let ready = DispatchSemaphore(value: 0)
+    let failure = Locked<EvRunLoopError?>(nil)
+}

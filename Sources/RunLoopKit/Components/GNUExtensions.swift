@@ -1,0 +1,39 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// glibc functions that Swift's `Glibc` module does not import (they sit behind `_GNU_SOURCE`),
+/// looked up once with `dlsym`. Each is `nil` where the C library lacks it (musl has no
+/// `pthread_sigqueue`, for one); callers then do without.
+enum GNUExtensions {
+    typealias SetName = @convention(c) (pthread_t, UnsafePointer<CChar>) -> Int32
+    typealias GetAttributes = @convention(c) (pthread_t, UnsafeMutablePointer<pthread_attr_t>) -> Int32
+    typealias SignalQueue = @convention(c) (pthread_t, Int32, sigval) -> Int32
+
+    /// `pthread_setname_np(3)`.
+    static let setThreadName: SetName? = symbol("pthread_setname_np")
+    /// `pthread_getattr_np(3)`: the attributes, stack bounds included, of a running thread.
+    static let threadAttributes: GetAttributes? = symbol("pthread_getattr_np")
+    /// `pthread_sigqueue(3)`: `pthread_kill` with a value the handler receives in `si_value`.
+    static let signalQueue: SignalQueue? = symbol("pthread_sigqueue")
+
+    private static func symbol<F>(_ name: String) -> F? {
+        guard let address = dlsym(nil, name) else { return nil }
+        return unsafeBitCast(address, to: F.self)
+    }
+
+    /// The bounds `[low, high)` of `thread`'s stack, if the C library can say.
+    static func stackBounds(of thread: pthread_t) -> (low: UInt, high: UInt)? {
+        guard let threadAttributes else { return nil }
+        var attributes = pthread_attr_t()
+        guard threadAttributes(thread, &attributes) == 0 else { return nil }
+        defer { pthread_attr_destroy(&attributes) }
+        var base: UnsafeMutableRawPointer?
+        var size = 0
+        guard pthread_attr_getstack(&attributes, &base, &size) == 0, let base else { return nil }
+        let low = UInt(bitPattern: base)
+        return (low, low + UInt(size))
+    }
+}
