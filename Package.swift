@@ -35,6 +35,10 @@ let package = Package(
             dependencies: ["RunLoopKit"],
             path: "Tests/MainLoopHarness"
         ),
+        // Runnable examples of the components (issue #5): `swift run KeepAliveWorker` etc.
+        .executableTarget(name: "KeepAliveWorker", dependencies: ["RunLoopKit"], path: "Examples/KeepAliveWorker"),
+        .executableTarget(name: "CommonModeTimer", dependencies: ["RunLoopKit"], path: "Examples/CommonModeTimer"),
+        .executableTarget(name: "StallMonitorDemo", dependencies: ["RunLoopKit"], path: "Examples/StallMonitorDemo"),
         // Declarations of the CoreFoundation run-loop C API exported by Swift's libFoundation.so,
         // so the benchmark can drive the real CFRunLoop side by side with RunLoopKit.
         .target(
