@@ -1,12 +1,26 @@
 import Dispatch
 import Foundation
 import RunLoopKit
-import Synchronization
 import Testing
+
+/// A value behind an `NSLock` (a pthread mutex, which ThreadSanitizer understands; the
+/// `Synchronization.Mutex` it cannot see would make `make test-tsan` report every access).
+///
+/// `@unchecked Sendable`: `value` is only touched inside `lock`.
+final class TestLocked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}
 
 /// A thread-safe log of what happened, in order.
 final class EventLog<Event: Sendable>: Sendable {
-    private let events = Mutex<[Event]>([])
+    private let events = TestLocked<[Event]>([])
     init() {}
     func append(_ event: Event) { events.withLock { $0.append(event) } }
     var all: [Event] { events.withLock { $0 } }
@@ -27,8 +41,8 @@ final class Latch: Sendable {
 
 /// A value set once from another thread.
 final class Box<Value: Sendable>: Sendable {
-    private let value: Mutex<Value>
-    init(_ value: Value) { self.value = Mutex(value) }
+    private let value: TestLocked<Value>
+    init(_ value: Value) { self.value = TestLocked(value) }
     var get: Value { value.withLock { $0 } }
     func set(_ newValue: Value) { value.withLock { $0 = newValue } }
     func update<R: Sendable>(_ body: @Sendable (inout Value) -> R) -> R { value.withLock { body(&$0) } }
