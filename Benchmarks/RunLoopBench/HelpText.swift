@@ -104,6 +104,15 @@ enum HelpText {
         thread) so the loop is asleep; no thread is pinned (the runtime's pool \
         threads cannot be). Not in the gate.
           actorhop.p50 … .max    round trip per hop, µs (--hops per round)
+
+        stallmonitor: what an EvStallMonitor costs (RunLoopKit only: CF and libev \
+        have none, "—"). Busy: a loop whose source signals itself runs 200,000 \
+        iterations without and with a monitor attached (its observer sees every \
+        phase). Idle: a loop asleep for 1 s with a monitor, the process's CPU \
+        time meanwhile minus the same without one. Not in the gate.
+          stallmonitor.busy.plain / .monitored   ns per iteration
+          stallmonitor.busy.overhead             ns per iteration the monitor adds
+          stallmonitor.idle.cpu                  µs of CPU per second of sleep
         """
 
     static let gate = """

@@ -4,7 +4,7 @@ import Foundation
 
 /// The scenarios of issues #3 and #4, in the order the standard run measures them.
 enum ScenarioID: String, CaseIterable, ExpressibleByArgument, Sendable {
-    case wakeup, perform, timers, scaling, modes, footprint, mainqueue, actorhop
+    case wakeup, perform, timers, scaling, modes, footprint, mainqueue, actorhop, stallmonitor
 
     /// The scenario whose figures have ids starting `<prefix>.`.
     init?(figure id: String) {
@@ -99,6 +99,9 @@ struct BenchOptions: ParsableArguments {
             ModeSwitchScenario(counts: modeCounts, switches: modeSwitches, rounds: rounds).run(backends)
         case .footprint: FootprintScenario(loops: footprintLoops).run(backends)
         case .mainqueue: MainQueueScenario(samplesPerRound: mainQueueBlocks, rounds: rounds).run(backends)
+        case .stallmonitor:
+            StallMonitorScenario(iterations: quick ? 20_000 : 200_000, idle: quick ? .milliseconds(100) : .seconds(1), rounds: rounds)
+                .run(backends)
         case .actorhop:
             // The default actor is no `Backend`: it is measured unless --backend leaves it out.
             ActorHopScenario(samplesPerRound: hops, rounds: rounds,

@@ -20,6 +20,7 @@ struct TableReport {
         "footprint": "Footprint",
         "mainqueue": "Main-queue latency (DispatchQueue.main.async → block)",
         "actorhop": "Actor hop round trip (await actor.method())",
+        "stallmonitor": "Stall monitor overhead",
     ]
 
     /// The columns of a table: backends, ratio pairs, and whether to show the goal and status.
