@@ -9,7 +9,10 @@ struct BlockQueue {
     }
 
     private var blocks: [Block] = []
+    /// Pending blocks per mode; `.common` and `.default`, the usual targets, have counters of
+    /// their own so queuing a block for them hashes nothing.
     private var commonCount = 0
+    private var defaultCount = 0
     private var counts: [EvRunLoop.Mode: Int] = [:]
 
     var isEmpty: Bool { blocks.isEmpty }
@@ -21,29 +24,39 @@ struct BlockQueue {
 
     /// R16/R57: a block for `mode`, or for `.common` while `mode` is common, is pending.
     func hasBlocks(for mode: EvRunLoop.Mode, isCommon: Bool) -> Bool {
-        (isCommon && commonCount > 0) || counts[mode, default: 0] > 0
+        if isCommon && commonCount > 0 { return true }
+        return mode == .default ? defaultCount > 0 : counts[mode, default: 0] > 0
     }
 
     /// R54/R15: takes out, in order, every block that may run in `mode` now; the others keep
-    /// their place.
+    /// their place. When all may run (the usual case) the queue is handed over whole.
     mutating func takeRunnable(in mode: EvRunLoop.Mode, isCommon: Bool) -> [Block] {
-        var runnable: [Block] = []
-        var kept: [Block] = []
-        for block in blocks {
-            if block.modes.contains(where: { $0 == mode || (isCommon && $0 == .common) }) {
-                runnable.append(block)
-                count(block, by: -1)
-            } else {
-                kept.append(block)
-            }
+        func runs(_ block: Block) -> Bool {
+            block.modes.contains { $0 == mode || (isCommon && $0 == .common) }
         }
+        guard let firstKept = blocks.firstIndex(where: { !runs($0) }) else {
+            defer { blocks = []; commonCount = 0; defaultCount = 0; counts = [:] }
+            return blocks
+        }
+        var runnable = Array(blocks[..<firstKept])
+        var kept: [Block] = [blocks[firstKept]]
+        for block in blocks[(firstKept + 1)...] {
+            if runs(block) { runnable.append(block) } else { kept.append(block) }
+        }
+        for block in runnable { count(block, by: -1) }
         blocks = kept
         return runnable
     }
 
     private mutating func count(_ block: Block, by delta: Int) {
         for mode in block.modes {
-            if mode == .common { commonCount += delta } else { counts[mode, default: 0] += delta }
+            if mode == .common {
+                commonCount += delta
+            } else if mode == .default {
+                defaultCount += delta
+            } else {
+                counts[mode, default: 0] += delta
+            }
         }
     }
 }
@@ -65,7 +78,7 @@ extension EvRunLoop {
             guard !state.isDead else { return }
             // As CFRunLoopPerformBlock does: the named modes exist from now on, so a mode that has
             // only this block runs it instead of being taken for an unknown mode (R7, R16).
-            for mode in unique where mode != .common { _ = state.modeState(mode) }
+            for mode in unique where mode != .common && mode != .default { _ = state.modeState(mode) }
             state.blocks.append(block)
             setHint(Hint.blocks)
         }
