@@ -15,11 +15,22 @@ struct BlockQueue {
     private var defaultCount = 0
     private var counts: [EvRunLoop.Mode: Int] = [:]
 
+    /// Set when the loop's thread exits: blocks sent afterwards are dropped, as CF does.
+    private(set) var isClosed = false
+
     var isEmpty: Bool { blocks.isEmpty }
 
     mutating func append(_ block: Block) {
+        guard !isClosed else { return }
         blocks.append(block)
         count(block, by: 1)
+    }
+
+    /// Refuses further blocks and hands back the pending ones, to be released outside the lock.
+    mutating func close() -> [Block] {
+        isClosed = true
+        defer { blocks = []; commonCount = 0; defaultCount = 0; counts = [:] }
+        return blocks
     }
 
     /// R16/R57: a block for `mode`, or for `.common` while `mode` is common, is pending.
@@ -74,24 +85,38 @@ extension EvRunLoop {
         var unique = modes
         if modes.count > 1 { unique = modes.reduce(into: []) { if !$0.contains($1) { $0.append($1) } } }
         let block = BlockQueue.Block(modes: unique, body: block)
-        state.withLock { state in
-            guard !state.isDead else { return }
+        if unique.contains(where: { $0 != .common && $0 != .default }) {
             // As CFRunLoopPerformBlock does: the named modes exist from now on, so a mode that has
             // only this block runs it instead of being taken for an unknown mode (R7, R16).
-            for mode in unique where mode != .common && mode != .default { _ = state.modeState(mode) }
-            state.blocks.append(block)
-            setHint(Hint.blocks)
+            state.withLock { state in
+                guard !state.isDead else { return }
+                for mode in unique where mode != .common && mode != .default { _ = state.modeState(mode) }
+            }
+        }
+        pendingBlocks.withLock { queue in
+            queue.append(block)
+            if !queue.isEmpty { setHint(Hint.blocks) }
         }
     }
 
     /// R20 steps 3, 5 and 12: runs the pending blocks that may run in `mode`.
     func performBlocks(_ run: RunContext) {
         guard hasHint(Hint.blocks) else { return }
-        let runnable = state.withLock { state -> [BlockQueue.Block] in
-            let runnable = state.blocks.takeRunnable(in: run.mode, isCommon: state.commonModes.contains(run.mode))
-            if state.blocks.isEmpty { clearHint(Hint.blocks) }
+        // The default mode is always common (R11); others are looked up when blocks are pending.
+        let isCommon = run.mode == .default || state.withLock { $0.commonModes.contains(run.mode) }
+        let runnable = pendingBlocks.withLock { queue -> [BlockQueue.Block] in
+            let runnable = queue.takeRunnable(in: run.mode, isCommon: isCommon)
+            if queue.isEmpty { clearHint(Hint.blocks) }
             return runnable
         }
         for block in runnable { Callout.block(block.body) }
+    }
+
+    /// R16: no sources, no timers, no pending block for it (observers do not count). Called with
+    /// the loop's lock held; takes the blocks' lock, which comes after it.
+    func isEmpty(_ mode: ModeState, _ state: LoopState) -> Bool {
+        guard mode.sourceCount == 0 && mode.timerCount == 0 else { return false }
+        let isCommon = state.commonModes.contains(mode.mode)
+        return !pendingBlocks.withLock { $0.hasBlocks(for: mode.mode, isCommon: isCommon) }
     }
 }

@@ -38,7 +38,7 @@ extension EvRunLoop {
         let deadline = timeout.map { pollOnly ? start : start.adding($0) } ?? .distantFuture
         let entered: RunContext? = state.withLock { state in
             let servicesMainQueue = isMain && state.commonModes.contains(mode) && !state.isServicingMainQueue
-            guard let modeState = state.existingModeState(mode), servicesMainQueue || !state.isEmpty(modeState) else { return nil }
+            guard let modeState = state.existingModeState(mode), servicesMainQueue || !isEmpty(modeState, state) else { return nil }
             state.runs.append(RunFrame(mode: mode))
             return RunContext(
                 mode: mode, modeState: modeState, frame: state.runs.count - 1, deadline: deadline, pollOnly: pollOnly,
@@ -126,7 +126,7 @@ extension EvRunLoop {
         return state.withLock { state in
             if state.runs[run.frame].isStopped { return .stopped }
             if run.servicesMainQueue { return nil }  // R17
-            return state.isEmpty(run.modeState) ? .finished : nil
+            return isEmpty(run.modeState, state) ? .finished : nil
         }
     }
 

@@ -16,6 +16,9 @@ import Musl
 public final class EvRunLoop: Sendable {
     /// The loop's bookkeeping; see ``LoopState``. Lock order: this lock, then an item's.
     let state = Locked(LoopState())
+    /// Pending perform-blocks (R54–R57), under a lock of their own so that posting a block from
+    /// another thread does not contend with the loop's phases. Lock order: ``state`` first.
+    let pendingBlocks = Locked(BlockQueue())
     /// `@unchecked Sendable` wrapper: waits run on the owning thread only; the calls made from
     /// other threads (wake-up, deadline) are serialised against teardown as EvBackend documents.
     let backend: BackendBox
@@ -126,6 +129,9 @@ public final class EvRunLoop: Sendable {
             while wakeGate.load(ordering: .acquiring) != Self.wakeGateClosed { sched_yield() }
         }
         state.withLock { _ in backend.value.destroy() }
+        let dropped = pendingBlocks.withLock { $0.close() }
+        clearHint(Hint.blocks)
+        _ = consume dropped  // released here, with no lock held
         resumeStopWaiters()
         for (source, modes) in cancelled {
             for mode in modes { Callout.sourceCancel(source, self, mode) }

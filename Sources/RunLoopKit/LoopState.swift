@@ -23,8 +23,6 @@ struct LoopState {
     var watches = WatchSet()
     /// Signalled version-0 sources bound to this loop and not yet performed (R33, R35).
     var signalled: [ObjectIdentifier: EvSource] = [:]
-    /// Pending perform-blocks (R54–R57).
-    var blocks = BlockQueue()
     /// The runs in progress, innermost last (R9, R27, R58).
     var runs: [RunFrame] = []
     /// The deadline armed in the libev layer while the loop sleeps; `nil` while it is awake.
@@ -62,11 +60,6 @@ struct LoopState {
         mode == .default ? defaultMode : modes[mode]
     }
 
-    /// R16: no sources, no timers, no pending block for it (observers do not count).
-    func isEmpty(_ mode: ModeState) -> Bool {
-        mode.sourceCount == 0 && mode.timerCount == 0
-            && !blocks.hasBlocks(for: mode.mode, isCommon: commonModes.contains(mode.mode))
-    }
 
     /// The modes an item added to `mode` lands in: the common set for `.common` (R12).
     func expand(_ mode: EvRunLoop.Mode) -> ModeList {
