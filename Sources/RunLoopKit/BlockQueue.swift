@@ -6,6 +6,8 @@ struct BlockQueue {
     struct Block {
         let modes: [EvRunLoop.Mode]
         let body: @Sendable () -> Void
+        /// Its place in scheduling order, set by ``BlockQueue/append(_:)``.
+        var sequence: UInt64 = 0
     }
 
     private var blocks: [Block] = []
@@ -17,11 +19,19 @@ struct BlockQueue {
 
     /// Set when the loop's thread exits: blocks sent afterwards are dropped, as CF does.
     private(set) var isClosed = false
+    /// The sequence number the next block gets.
+    private(set) var nextSequence: UInt64 = 0
 
     var isEmpty: Bool { blocks.isEmpty }
 
+    /// Whether a block for `.common` is pending.
+    var hasCommonBlocks: Bool { commonCount > 0 }
+
     mutating func append(_ block: Block) {
         guard !isClosed else { return }
+        var block = block
+        block.sequence = nextSequence
+        nextSequence += 1
         blocks.append(block)
         count(block, by: 1)
     }
@@ -39,11 +49,12 @@ struct BlockQueue {
         return mode == .default ? defaultCount > 0 : counts[mode, default: 0] > 0
     }
 
-    /// R54/R15: takes out, in order, every block that may run in `mode` now; the others keep
-    /// their place. When all may run (the usual case) the queue is handed over whole.
-    mutating func takeRunnable(in mode: EvRunLoop.Mode, isCommon: Bool) -> [Block] {
+    /// R54/R15: takes out, in order, every block scheduled within `sequences` that may run in
+    /// `mode` now; the others keep their place. When all may run (the usual case) the queue is
+    /// handed over whole.
+    mutating func takeRunnable(in mode: EvRunLoop.Mode, isCommon: Bool, sequences: Range<UInt64> = 0..<UInt64.max) -> [Block] {
         func runs(_ block: Block) -> Bool {
-            block.modes.contains { $0 == mode || (isCommon && $0 == .common) }
+            sequences.contains(block.sequence) && block.modes.contains { $0 == mode || (isCommon && $0 == .common) }
         }
         guard let firstKept = blocks.firstIndex(where: { !runs($0) }) else {
             defer { blocks = []; commonCount = 0; defaultCount = 0; counts = [:] }
@@ -99,17 +110,33 @@ extension EvRunLoop {
         }
     }
 
-    /// R20 steps 3, 5 and 12: runs the pending blocks that may run in `mode`.
+    /// R20 steps 3, 5 and 12: runs the blocks pending at the start of the step that may run in
+    /// `mode`; blocks scheduled meanwhile wait for the next step (R55).
     func performBlocks(_ run: RunContext) {
         guard hasHint(Hint.blocks) else { return }
         // The default mode is always common (R11); others are looked up when blocks are pending.
         let isCommon = run.mode == .default || state.withLock { $0.commonModes.contains(run.mode) }
-        let runnable = pendingBlocks.withLock { queue -> [BlockQueue.Block] in
+        var (runnable, watchCommon, end) = pendingBlocks.withLock { queue -> ([BlockQueue.Block], Bool, UInt64) in
             let runnable = queue.takeRunnable(in: run.mode, isCommon: isCommon)
             if queue.isEmpty { clearHint(Hint.blocks) }
-            return runnable
+            return (runnable, !isCommon && queue.hasCommonBlocks, queue.nextSequence)
         }
-        for block in runnable { Callout.block(block.body) }
+        var index = 0
+        while index < runnable.count {
+            let block = runnable[index]
+            Callout.block(block.body)
+            index += 1
+            guard watchCommon, state.withLock({ $0.commonModes.contains(run.mode) }) else { continue }
+            // R15: a block made the running mode common. As CF checks membership block by block,
+            // the `.common` blocks scheduled after this one and before the step began join it.
+            watchCommon = false
+            let joined = pendingBlocks.withLock { queue in
+                let joined = queue.takeRunnable(in: run.mode, isCommon: true, sequences: block.sequence + 1..<end)
+                if queue.isEmpty { clearHint(Hint.blocks) }
+                return joined
+            }
+            runnable = Array(runnable[..<index]) + (runnable[index...] + joined).sorted { $0.sequence < $1.sequence }
+        }
     }
 
     /// R16: no sources, no timers, no pending block for it (observers do not count). Called with

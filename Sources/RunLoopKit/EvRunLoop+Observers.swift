@@ -7,9 +7,9 @@ extension EvRunLoop {
         state.withLock { state in
             guard !state.isDead, observer.isValid else { return }
             if mode == .common {
+                // R12: even if it is a common item already, it joins every common mode it left since.
                 let id = ObjectIdentifier(observer)
-                guard !state.commonObservers.contains(where: { $0.id == id }) else { return }
-                state.commonObservers.append((id, observer))
+                if !state.commonObservers.contains(where: { $0.id == id }) { state.commonObservers.append((id, observer)) }
             }
             attach(observer, to: state.expand(mode), &state)
         }

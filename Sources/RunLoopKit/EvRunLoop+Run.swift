@@ -55,6 +55,9 @@ extension EvRunLoop {
 
     /// The iterations of one run, in CF's order (R20), until a result applies (R24).
     private func iterate(_ run: RunContext) -> RunResult {
+        // As CF's __CFRunLoopRun: a stop from an Entry observer ends the run before its first
+        // iteration (R27).
+        if state.withLock({ $0.runs[run.frame].isStopped }) { return .stopped }
         var servicedMainQueue = false
         while true {
             notifyObservers(.beforeTimers, run)
@@ -99,7 +102,9 @@ extension EvRunLoop {
         let plan: SleepPlan? = state.withLock { state in
             syncWatchers(for: run.mode, &state)
             // A ready version-1 source (a port with messages) is like a kernel event already there.
-            if poll || hasReadySource1(run, &state) || backend.value.hasReady { return nil }
+            // A run already stopped must not sleep: the wake-up of its stop() may have been taken
+            // by a run nested in the same iteration (R27).
+            if poll || hasReadySource1(run, &state) || backend.value.hasReady || state.runs[run.frame].isStopped { return nil }
             return armDeadline(run, &state)
         }
         let reasons: WakeReasons
@@ -107,8 +112,11 @@ extension EvRunLoop {
             waiting.store(true, ordering: .releasing)
             reasons = backend.value.wait(poll: false)
             let earlyFor: MonotonicTime? = state.withLock { state in
+                // Re-armed meanwhile for a timer re-dated or added from another thread (R44): that
+                // timer is due now, and the planned one may be far off; nothing to wait out.
+                let rearmed = state.sleepDeadline != plan.armed
                 state.sleepDeadline = nil
-                return reasons.contains(.deadline) ? finishDeadlineWakeUp(plan, &state) : nil
+                return reasons.contains(.deadline) && !rearmed ? finishDeadlineWakeUp(plan, &state) : nil
             }
             if let earlyFor { waitAwake(until: earlyFor) }
             waiting.store(false, ordering: .releasing)

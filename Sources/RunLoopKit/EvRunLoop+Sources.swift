@@ -7,7 +7,8 @@ extension EvRunLoop {
     public func add(_ source: EvSource, forMode mode: Mode) {
         let joined: ModeList = state.withLock { state in
             guard !state.isDead, source.isValid else { return [] }
-            if mode == .common, state.commonSources.updateValue(source, forKey: ObjectIdentifier(source)) != nil { return [] }
+            // R12: even if it is a common item already, it joins every common mode it left since.
+            if mode == .common { state.commonSources[ObjectIdentifier(source)] = source }
             return attach(source, to: state.expand(mode), &state)
         }
         for mode in joined { Callout.sourceSchedule(source, self, mode) }

@@ -7,7 +7,8 @@ extension EvRunLoop {
     public func add(_ timer: EvTimer, forMode mode: Mode) {
         state.withLock { state in
             guard !state.isDead, timer.isValid else { return }
-            if mode == .common, state.commonTimers.updateValue(timer, forKey: ObjectIdentifier(timer)) != nil { return }
+            // R12: even if it is a common item already, it joins every common mode it left since.
+            if mode == .common { state.commonTimers[ObjectIdentifier(timer)] = timer }
             attach(timer, to: state.expand(mode), &state)
         }
     }
@@ -111,28 +112,36 @@ extension EvRunLoop {
     }
 
     /// R40–R45: fires every due timer of `mode`, in fire-date order, each once.
+    ///
+    /// The due entries stay in the heap while they wait their turn, so that a run nested in an
+    /// earlier timer's callout finds them due and fires them itself (R40, R58); firing makes an
+    /// entry stale, so the outer step then skips it.
     func fireDueTimers(_ run: RunContext) {
         let modeState = run.modeState
         let due: [TimerHeap.Entry] = state.withLock { _ in
             guard modeState.timers.peekLive() != nil else { return [] }  // no clock read without timers
             let now = MonotonicTime.now()
-            var due: [TimerHeap.Entry] = []
-            var firing: [TimerHeap.Entry] = []
+            var taken: [TimerHeap.Entry] = []
             while let top = modeState.timers.peekLive(), top.deadline <= now {
                 modeState.timers.removeTop()
-                if top.timer.isFiring { firing.append(top) } else { due.append(top) }
+                taken.append(top)
             }
-            for entry in firing { modeState.timers.push(entry) }
-            return due
+            for entry in taken { modeState.timers.push(entry) }
+            return taken.filter { !$0.timer.isFiring }
         }
-        for entry in due { fire(entry) }
+        for entry in due { fire(entry, in: run.mode) }
     }
 
-    private func fire(_ entry: TimerHeap.Entry) {
+    private func fire(_ entry: TimerHeap.Entry, in mode: Mode) {
         let timer = entry.timer
         let firedDate: MonotonicTime? = state.withLock { _ in
             timer.state.withLock { timerState in
-                guard entry.isLive, timerState.isValid, !timer.isFiring else { return nil }
+                guard timerState.isValid, !timer.isFiring else { return nil }
+                // Re-dated or moved by an earlier callout of this step: it fires if it is still due
+                // in this mode, decided now as CF's __CFRunLoopDoTimer does (R40).
+                if !entry.isLive {
+                    guard timerState.loop === self, timerState.modes.contains(mode), timerState.fireDate <= .now() else { return nil }
+                }
                 timer.isFiring = true
                 timerState.rescheduled = false
                 return timerState.fireDate
