@@ -45,6 +45,25 @@ let package = Package(
             name: "CCFRunLoop",
             path: "Benchmarks/CCFRunLoop"
         ),
+        // The conformance suite's declarations of the CF calls the benchmark does not need
+        // (observers, removal, mode lists, the current mode).
+        .target(
+            name: "CFConformanceSupport",
+            dependencies: ["CCFRunLoop"],
+            path: "Tests/CFConformanceSupport"
+        ),
+        // Differential conformance: the same operations on the real CFRunLoop and on RunLoopKit.
+        .testTarget(
+            name: "ConformanceTests",
+            dependencies: ["RunLoopKit", "CFConformanceSupport"],
+            path: "Tests/ConformanceTests"
+        ),
+        // Many threads adding, removing, signalling, performing and waking while loops run.
+        .testTarget(
+            name: "StressTests",
+            dependencies: ["RunLoopKit"],
+            path: "Tests/StressTests"
+        ),
         .executableTarget(
             name: "RunLoopBench",
             dependencies: [

@@ -1,0 +1,70 @@
+// The parts of the CoreFoundation run-loop C API that the conformance tests need beyond those the
+// benchmark declares in CCFRunLoop.h: observers, removal, mode lists, the current mode, timer
+// state and the few CFArray/CFString calls to read them. Laid out as in CF's public headers;
+// the symbols resolve against Swift's libFoundation.so on Linux.
+#ifndef CF_CONFORMANCE_SUPPORT_H
+#define CF_CONFORMANCE_SUPPORT_H
+
+#include "CCFRunLoop.h"
+
+typedef const struct __CFArray *CFArrayRef;
+typedef struct __CFRunLoopObserver *CFRunLoopObserverRef;
+
+/// An observer's context (CFRunLoopObserverContext).
+typedef struct {
+    CFIndex version;
+    void *info;
+    const void *(*retain)(const void *info);
+    void (*release)(const void *info);
+    CFStringRef (*copyDescription)(const void *info);
+} CFRunLoopObserverContext;
+
+typedef void (*CFRunLoopObserverCallBack)(CFRunLoopObserverRef observer, CFOptionFlags activity,
+                                          void *info);
+
+/// CFArray's callbacks; only passed through (kCFTypeArrayCallBacks).
+typedef struct {
+    CFIndex version;
+    const void *retain;
+    const void *release;
+    const void *copyDescription;
+    const void *equal;
+} CFArrayCallBacks;
+
+extern const CFArrayCallBacks kCFTypeArrayCallBacks;
+
+extern CFArrayRef CFArrayCreate(CFAllocatorRef allocator, const void **values, CFIndex count,
+                                const CFArrayCallBacks *callBacks);
+extern CFIndex CFArrayGetCount(CFArrayRef array);
+extern const void *CFArrayGetValueAtIndex(CFArrayRef array, CFIndex index);
+extern Boolean CFStringGetCString(CFStringRef string, char *buffer, CFIndex bufferSize,
+                                  CFStringEncoding encoding);
+
+extern void CFRunLoopRun(void);
+extern void CFRunLoopAddCommonMode(CFRunLoopRef rl, CFStringRef mode);
+extern CFArrayRef CFRunLoopCopyAllModes(CFRunLoopRef rl);
+extern CFStringRef CFRunLoopCopyCurrentMode(CFRunLoopRef rl);
+extern Boolean CFRunLoopIsWaiting(CFRunLoopRef rl);
+
+extern void CFRunLoopRemoveSource(CFRunLoopRef rl, CFRunLoopSourceRef source, CFStringRef mode);
+extern Boolean CFRunLoopSourceIsSignalled(CFRunLoopSourceRef source);
+extern Boolean CFRunLoopSourceIsValid(CFRunLoopSourceRef source);
+
+extern CFAbsoluteTime CFRunLoopTimerGetNextFireDate(CFRunLoopTimerRef timer);
+extern Boolean CFRunLoopTimerIsValid(CFRunLoopTimerRef timer);
+
+extern CFRunLoopObserverRef CFRunLoopObserverCreate(CFAllocatorRef allocator,
+                                                    CFOptionFlags activities, Boolean repeats,
+                                                    CFIndex order,
+                                                    CFRunLoopObserverCallBack callout,
+                                                    CFRunLoopObserverContext *context);
+extern void CFRunLoopAddObserver(CFRunLoopRef rl, CFRunLoopObserverRef observer, CFStringRef mode);
+extern void CFRunLoopRemoveObserver(CFRunLoopRef rl, CFRunLoopObserverRef observer,
+                                    CFStringRef mode);
+extern void CFRunLoopObserverInvalidate(CFRunLoopObserverRef observer);
+extern Boolean CFRunLoopObserverIsValid(CFRunLoopObserverRef observer);
+
+/// Copies `string` (a mode name) into `buffer` as UTF-8; returns `buffer`, or "" if it does not fit.
+const char *cfc_copy_string(CFStringRef string, char *buffer, long size);
+
+#endif

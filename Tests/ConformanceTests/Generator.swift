@@ -1,0 +1,195 @@
+/// SplitMix64: a tiny, fast generator whose whole state is the seed, so a seed printed by a
+/// failing run reproduces the same program anywhere.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Random programs for the differential test.
+///
+/// A program lives in one of two worlds, because CF handles only one wake-up reason per
+/// iteration (`KnownDifference.oneWakeReasonPerIteration`): in the timer world, timers come due
+/// but nothing ever wakes the loop (no stop, every run polls); in the stop world, callouts stop
+/// runs and runs sleep (guarded), but no timer is ever due. Every other rule `Validity` checks
+/// is respected by construction, and the shrinker keeps to them.
+struct ProgramGenerator {
+    enum World: Sendable { case timers, stops }
+
+    private var rng: SplitMix64
+    let world: World
+    private var nextID = 1
+    private var timers: [Int] = []
+    private var sources: [Int] = []
+    private var observers: [Int] = []
+    private var blocks: [Int] = []
+    /// Modes that certainly exist (an item or block was put there directly): the only ones made
+    /// common (`KnownDifference.addCommonModeCreatesMode`).
+    private var existingModes: Set<String> = ["default"]
+    private var observerOrders: Set<Int> = []
+    private var scheduledCommonBlock = false
+    private var queriedModes = false
+
+    /// Modes, weighted so that most items land where runs happen.
+    private static let itemModes = ["default", "default", "default", "A", "A", "A", "B", "common", "common", "common"]
+    private static let runModes = ["default", "default", "default", "A", "A", "B"]
+
+    init(seed: UInt64) {
+        rng = SplitMix64(seed: seed)
+        world = seed % 2 == 0 ? .timers : .stops
+    }
+
+    mutating func program() -> [Op] {
+        let length = Int.random(in: 8...30, using: &rng)
+        var ops: [Op] = []
+        for _ in 0..<length { ops.append(op(depth: 0, owner: nil)) }
+        // End with one more run, so that late additions are exercised too.
+        ops.append(.run(Self.runModes.randomElement(using: &rng)!, runTimeout(), returnAfterSourceHandled: false))
+        return ops
+    }
+
+    private mutating func chance(_ percent: Int) -> Bool { Int.random(in: 0..<100, using: &rng) < percent }
+
+    private mutating func newID() -> Int {
+        defer { nextID += 1 }
+        return nextID
+    }
+
+    private mutating func modes() -> [String] {
+        let first = Self.itemModes.randomElement(using: &rng)!
+        if chance(20), let second = Self.itemModes.filter({ $0 != first }).randomElement(using: &rng) {
+            return [first, second]
+        }
+        return [first]
+    }
+
+    /// Notes modes that `op` creates when it runs at the top level (a script may never run).
+    private mutating func noteDirect(_ modes: [String], depth: Int) {
+        guard depth == 0 else { return }
+        for mode in modes where mode != "common" { existingModes.insert(mode) }
+    }
+
+    private mutating func fireDate() -> FireDate {
+        world == .timers && chance(70) ? .past : .future
+    }
+
+    private mutating func runTimeout() -> RunTimeout {
+        world == .stops && chance(50) ? .guarded : .zero
+    }
+
+    private mutating func activities() -> UInt32 {
+        var mask: UInt32 = 0
+        while mask == 0 {
+            for (bit, _) in Activity.names where chance(50) { mask |= bit }
+        }
+        return mask
+    }
+
+    private mutating func uniqueObserverOrder() -> Int {
+        var order = Int.random(in: -20...20, using: &rng)
+        while observerOrders.contains(order) { order += 1 }
+        observerOrders.insert(order)
+        return order
+    }
+
+    private mutating func anyItem() -> Int? {
+        (timers + sources + observers).randomElement(using: &rng)
+    }
+
+    /// Timers whose date a script sets, and timers whose own script runs the loop: never both
+    /// (`timerRedatedWhileFiringNotArmedInOtherModes`).
+    private var redatedByScripts: Set<Int> = []
+    private var runFromOwnScript: Set<Int> = []
+
+    /// One operation; `owner` is the item or block whose callout runs it, `depth` the script level.
+    private mutating func op(depth: Int, owner: ItemKind?, ownerID: Int? = nil) -> Op {
+        while true {
+            switch Int.random(in: 0..<100, using: &rng) {
+            case 0..<8:
+                let id = newID(), modes = modes()
+                timers.append(id)
+                noteDirect(modes, depth: depth)
+                return .addTimer(id, fireDate(), interval: chance(40) ? 1_000_000 : 0, modes: modes)
+            case 8..<16:
+                let id = newID(), modes = modes()
+                sources.append(id)
+                noteDirect(modes, depth: depth)
+                return .addSource(id, order: Int.random(in: 0...3, using: &rng), modes: modes)
+            case 16..<25:
+                let id = newID(), modes = modes()
+                observers.append(id)
+                noteDirect(modes, depth: depth)
+                return .addObserver(id, activities: activities(), order: uniqueObserverOrder(), repeats: chance(80), modes: modes)
+            case 25..<29:
+                guard let id = anyItem() else { continue }
+                let mode = Self.itemModes.randomElement(using: &rng)!
+                return .add(id, mode: mode)
+            case 29..<34:
+                guard let id = anyItem() else { continue }
+                if world == .timers, depth > 0, timers.contains(id) { continue }  // timerRemovedFromRunningModeStillFires
+                return .remove(id, mode: Self.itemModes.randomElement(using: &rng)!)
+            case 34..<37:
+                guard let id = anyItem() else { continue }
+                if owner == .source, sources.contains(id) { continue }  // lostHandledSource
+                return .invalidate(id)
+            case 37..<50:
+                guard let id = sources.randomElement(using: &rng) else { continue }
+                return .signal(id)
+            case 50..<53:
+                guard let id = timers.randomElement(using: &rng) else { continue }
+                if world == .timers, depth > 0 {
+                    if id == ownerID || runFromOwnScript.contains(id) { continue }
+                    redatedByScripts.insert(id)
+                }
+                return .setFireDate(id, fireDate())
+            case 53..<56:
+                guard let mode = existingModes.subtracting(["default"]).sorted().randomElement(using: &rng) else { continue }
+                return .addCommonMode(mode)
+            case 56..<63:
+                let id = newID()
+                blocks.append(id)
+                var modes = chance(25) ? ["common"] : self.modes()
+                if queriedModes { modes = modes.map { $0 == "common" ? "default" : $0 } }  // commonBlockCreatesMode
+                if modes.contains("common") { scheduledCommonBlock = true }
+                noteDirect(modes, depth: depth)
+                return .performBlock(id, modes: modes)
+            case 63..<77:
+                // Nested runs only from observers and timers (lostHandledSource, blockListDetached).
+                if let owner, depth >= 2 || owner == .source || owner == .block { continue }
+                if owner == .timer, let ownerID, world == .timers {
+                    if redatedByScripts.contains(ownerID) { continue }
+                    runFromOwnScript.insert(ownerID)
+                }
+                return .run(Self.runModes.randomElement(using: &rng)!, runTimeout(), returnAfterSourceHandled: chance(30))
+            case 77..<91:
+                guard depth < 2 else { continue }
+                let candidates = timers + sources + observers + blocks
+                guard let id = candidates.randomElement(using: &rng) else { continue }
+                let kind: ItemKind = timers.contains(id) ? .timer : sources.contains(id) ? .source : observers.contains(id) ? .observer : .block
+                let count = Int.random(in: 1...3, using: &rng)
+                var script: [Op] = []
+                for _ in 0..<count { script.append(op(depth: depth + 1, owner: kind, ownerID: id)) }
+                return .onCallout(id, script)
+            case 91..<96:
+                guard world == .stops, owner != nil else { continue }
+                return chance(75) ? .stop : .wakeUp
+            case 96..<97:
+                guard !scheduledCommonBlock else { continue }  // commonBlockCreatesMode
+                queriedModes = true
+                return .queryModes
+            default:
+                guard let id = anyItem() else { continue }
+                return .query(id)
+            }
+        }
+    }
+}
+
+/// The kinds of things a script can be attached to.
+enum ItemKind: Sendable { case timer, source, observer, block }

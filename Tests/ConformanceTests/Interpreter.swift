@@ -1,0 +1,213 @@
+import Foundation
+import Synchronization
+
+/// Runs a list of `Op`s against one run-loop implementation on a fresh thread and records what
+/// the loop did. `CFInterpreter` and `RunLoopKitInterpreter` supply the primitives; the meaning
+/// of every operation (scripts on callouts, date slots, the run guard) lives here, once.
+///
+/// `@unchecked Sendable`: an interpreter is created on the test's thread, handed to the one
+/// thread that runs the scenario, and read again only after that thread was joined. Callouts
+/// reach it on the scenario's thread only (teardown callouts too, as that thread exits); the
+/// trace is behind a lock all the same.
+class Interpreter: @unchecked Sendable {
+    private let events = Mutex<[TraceEvent]>([])
+    /// Scripts waiting for the next callout of an item or block, oldest first.
+    private var scripts: [Int: [[Op]]] = [:]
+    /// Per run in progress, innermost last: how it was started.
+    private(set) var runs: [RunTimeout] = []
+    /// Dates are slots of one counter (see `Op`): `past` and `future` keep their order.
+    private var nextSlot = 0
+    /// Timers whose date was in the past when set, and those that fired since: the next date of
+    /// such a timer depends on when its date was set, which CF and RunLoopKit read differently
+    /// (`KnownDifference.pastFireDatesClampedToNow`), so `query` does not report it.
+    private var pastDated: Set<Int> = []
+    private var firedSinceSet: Set<Int> = []
+    /// Whether the scenario's thread is still running the program (teardown callouts come later).
+    private(set) var isRunningProgram = false
+    private var helpers: [pthread_t] = []
+
+    /// The trace so far (complete once the scenario's thread was joined).
+    var trace: [TraceEvent] { events.withLock { $0 } }
+
+    func record(_ event: TraceEvent) { events.withLock { $0.append(event) } }
+
+    /// Runs `program` on the calling thread (the scenario's fresh thread).
+    final func execute(_ program: [Op]) {
+        isRunningProgram = true
+        start()
+        for op in program { execute(op) }
+        for helper in helpers { pthread_join(helper, nil) }
+        finish()
+        isRunningProgram = false
+        record(.threadExit)
+    }
+
+    private func execute(_ op: Op) {
+        record(.operation)
+        switch op {
+        case .addTimer(let id, let date, let interval, let modes):
+            guard !exists(id) else { return }
+            let seconds = seconds(for: date)
+            if seconds < 0 { pastDated.insert(id) }
+            createTimer(id, at: seconds, interval: interval)
+            for mode in modes { add(id, to: mode) }
+        case .addSource(let id, let order, let modes):
+            guard !exists(id) else { return }
+            createSource(id, order: order)
+            for mode in modes { add(id, to: mode) }
+        case .addObserver(let id, let activities, let order, let repeats, let modes):
+            guard !exists(id) else { return }
+            createObserver(id, activities: activities, order: order, repeats: repeats)
+            for mode in modes { add(id, to: mode) }
+        case .add(let id, let mode): if exists(id) { add(id, to: mode) }
+        case .remove(let id, let mode): if exists(id) { remove(id, from: mode) }
+        case .invalidate(let id): if exists(id) { invalidate(id) }
+        case .signal(let id): signal(id)
+        case .setFireDate(let id, let date):
+            guard isTimer(id) else { return }
+            let seconds = seconds(for: date)
+            firedSinceSet.remove(id)
+            if seconds < 0 { pastDated.insert(id) } else { pastDated.remove(id) }
+            setFireDate(id, seconds)
+        case .addCommonMode(let mode): addCommonMode(mode)
+        case .performBlock(let id, let modes): performBlock(id, modes: modes)
+        case .run(let mode, let timeout, let rash):
+            if timeout == .guarded { installGuard(in: mode) }
+            runs.append(timeout)
+            let result = run(mode, timeout, returnAfterSourceHandled: rash)
+            runs.removeLast()
+            record(.result(depth: runs.count + 1, mode: mode, result: result))
+        case .runDefaultUntilDone:
+            runs.append(.unguarded)
+            runDefaultUntilDone()
+            runs.removeLast()
+            record(.result(depth: runs.count + 1, mode: "default", result: "done"))
+        case .stop: stop()
+        case .wakeUp: wakeUp()
+        case .onCallout(let id, let ops): scripts[id, default: []].append(ops)
+        case .onOtherThread(let ops):
+            let actions = ops.compactMap(crossThreadAction)
+            helpers.append(spawnThread { for action in actions { action() } })
+        case .queryModes:
+            let (current, all) = modes()
+            record(.modes(current: current ?? "none", all: all.sorted()))
+        case .query(let id):
+            if let state = query(id) { record(state) }
+        }
+    }
+
+    /// Turns a date into seconds from the interpreter's base time.
+    final func seconds(for date: FireDate) -> Double {
+        defer { nextSlot += 1 }
+        switch date {
+        case .past: return -1000 + 2 * Double(nextSlot) + 0.5
+        case .future: return 100_000 + 2 * Double(nextSlot) + 0.5
+        case .soon: return 0.05
+        case .at(let seconds): return seconds
+        }
+    }
+
+    /// The whole second a date slot is in (what `query` reports).
+    func slot(ofSeconds seconds: Double) -> Int { Int(seconds.rounded(.down)) }
+
+    /// Whether a timer's date may be reported: not while it depends on when it was set.
+    func reportsFireDate(of id: Int) -> Bool { !(firedSinceSet.contains(id) && pastDated.contains(id)) }
+
+    /// To be called by subclasses first thing in every callout of `id`: records `event` and runs
+    /// the script waiting for `id`, if any.
+    final func callout(_ id: Int, _ event: TraceEvent) {
+        guard isRunningProgram else {
+            record(event)  // teardown: record, run nothing
+            return
+        }
+        record(event)
+        if isWaiting() { record(.waitingInCallout) }
+        if case .timer = event { firedSinceSet.insert(id) }
+        guard var queue = scripts[id], !queue.isEmpty else { return }
+        let script = queue.removeFirst()
+        scripts[id] = queue
+        for op in script { execute(op) }
+    }
+
+    /// The guard observer's callout: stops the innermost run if it is a guarded one.
+    final func guardFired() {
+        if runs.last == .guarded { stop() }
+    }
+
+    // MARK: Primitives, one implementation per run loop
+
+    func start() {}
+    func finish() {}
+    func exists(_ id: Int) -> Bool { fatalError("abstract") }
+    func isTimer(_ id: Int) -> Bool { fatalError("abstract") }
+    func createTimer(_ id: Int, at seconds: Double, interval: Double) { fatalError("abstract") }
+    func createSource(_ id: Int, order: Int) { fatalError("abstract") }
+    func createObserver(_ id: Int, activities: UInt32, order: Int, repeats: Bool) { fatalError("abstract") }
+    func add(_ id: Int, to mode: String) { fatalError("abstract") }
+    func remove(_ id: Int, from mode: String) { fatalError("abstract") }
+    func invalidate(_ id: Int) { fatalError("abstract") }
+    func signal(_ id: Int) { fatalError("abstract") }
+    func setFireDate(_ id: Int, _ seconds: Double) { fatalError("abstract") }
+    func addCommonMode(_ mode: String) { fatalError("abstract") }
+    func performBlock(_ id: Int, modes: [String]) { fatalError("abstract") }
+    /// Adds the harness's BeforeWaiting observer (order `Int.max`, calls `guardFired()`) to
+    /// `mode` once, if the mode exists (adding an observer would create it, R7).
+    func installGuard(in mode: String) { fatalError("abstract") }
+    func run(_ mode: String, _ timeout: RunTimeout, returnAfterSourceHandled: Bool) -> String { fatalError("abstract") }
+    func runDefaultUntilDone() { fatalError("abstract") }
+    func stop() { fatalError("abstract") }
+    func wakeUp() { fatalError("abstract") }
+    func isWaiting() -> Bool { fatalError("abstract") }
+    func currentModeName() -> String { fatalError("abstract") }
+    func modes() -> (current: String?, all: [String]) { fatalError("abstract") }
+    func query(_ id: Int) -> TraceEvent? { fatalError("abstract") }
+    /// What `op` does from another thread, resolved now (on the loop's thread).
+    func crossThreadAction(_ op: Op) -> (@Sendable () -> Void)? { fatalError("abstract") }
+}
+
+/// The name a trace uses for a mode: CF's and RunLoopKit's default and common names shortened.
+func traceName(ofMode name: String) -> String {
+    switch name {
+    case "kCFRunLoopDefaultMode": return "default"
+    case "kCFRunLoopCommonModes": return "common"
+    default: return name
+    }
+}
+
+/// Starts a joinable POSIX thread running `body`.
+func spawnThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
+    final class Work: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    var thread = pthread_t()
+    let context = Unmanaged.passRetained(Work(body)).toOpaque()
+    let status = pthread_create(&thread, nil, { context in
+        Unmanaged<Work>.fromOpaque(context!).takeRetainedValue().body()
+        return nil
+    }, context)
+    precondition(status == 0, "pthread_create failed: \(status)")
+    return thread
+}
+
+/// Runs `interpreter` over `program` on a fresh thread, waits for the thread to exit (its loop is
+/// then torn down, R4) and returns the trace. A scenario that does not finish within `seconds`
+/// stops the test process with the program, instead of hanging CI.
+func trace(of program: [Op], with interpreter: Interpreter, timeout seconds: Double = 60, label: String) -> [TraceEvent] {
+    let done = DispatchSemaphore(value: 0)
+    let thread = spawnThread {
+        interpreter.execute(program)
+        done.signal()
+    }
+    if done.wait(timeout: .now() + seconds) == .timedOut {
+        fatalError("\(label): the scenario did not finish within \(seconds) s; trace so far:\n"
+            + interpreter.trace.map { "  \($0)" }.joined(separator: "\n") + "\nprogram:\n" + describe(program))
+    }
+    pthread_join(thread, nil)
+    return interpreter.trace
+}
+
+/// A program as Swift source, one operation per line.
+func describe(_ program: [Op]) -> String {
+    "[\n" + program.map { "    \($0)," }.joined(separator: "\n") + "\n]"
+}

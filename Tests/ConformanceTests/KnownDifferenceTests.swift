@@ -1,0 +1,134 @@
+import Testing
+
+/// The evidence for `KnownDifference`: each difference that a program can show deterministically
+/// is shown here — CF does one thing, RunLoopKit the other, and `KnownDifference.risked(by:)`
+/// flags the program, so the generator and the shrinker stay clear of it. If CF or RunLoopKit
+/// changes so that an entry no longer holds, its test fails and the entry must go.
+@Suite struct KnownDifferenceTests {
+    /// A program, what CF does with it and what RunLoopKit does (before the thread exits).
+    struct Demonstration {
+        let program: [Op]
+        let cf: [TraceEvent]
+        let runLoopKit: [TraceEvent]
+    }
+
+    @Test(arguments: KnownDifference.allCases)
+    func theDifferenceHoldsAndTheGeneratorAvoidsIt(_ difference: KnownDifference) {
+        guard let demonstration = Self.demonstration(of: difference) else {
+            // Not showable deterministically; see `undemonstrable`.
+            #expect(Self.undemonstrable[difference] != nil, "\(difference) has neither a demonstration nor a reason")
+            return
+        }
+        let comparison = Comparison(demonstration.program, label: "\(difference)")
+        let cf = Array(comparison.cf.prefix { $0 != .threadExit })
+        let runLoopKit = Array(comparison.runLoopKit.prefix { $0 != .threadExit })
+        #expect(cf == demonstration.cf, "CF no longer does this: \(difference.reason)\n\(comparison.report)")
+        #expect(runLoopKit == demonstration.runLoopKit, "RunLoopKit no longer does this: \(difference.reason)\n\(comparison.report)")
+        #expect(KnownDifference.risked(by: demonstration.program).contains(difference), "the generator's check misses \(difference)")
+    }
+
+    /// Why some differences have no demonstration here.
+    static let undemonstrable: [KnownDifference: String] = [
+        .sourceInOneLoopOnly: "RunLoopKit stops the process; RunLoopKitTests' bad-input exit tests show it",
+        .runningCommonStops: "RunLoopKit stops the process; RunLoopKitTests' bad-input exit tests show it",
+        .itemInSecondLoopStops: "RunLoopKit stops the process; RunLoopKitTests' bad-input exit tests show it",
+        .toleranceHonoured: "a matter of timing (ToleranceTests in RunLoopKitTests); the harness never sets a tolerance",
+        .commonItemsInHashOrder: "CF's order depends on object addresses, so it is not repeatable",
+    ]
+
+    static func demonstration(of difference: KnownDifference) -> Demonstration? {
+        switch difference {
+        case .lostHandledSource:
+            // CF's iteration counts as "no source", so it does not poll: it waits at once.
+            let start = [scheduled(1), scheduled(2)] + observed(9, [Activity.beforeTimers, Activity.beforeSources])
+                + [performed(1), cancelled(2)]
+            let end = observed(9, [Activity.beforeWaiting, Activity.afterWaiting]) + [returned("stopped")]
+            return Demonstration(program: [
+                .addObserver(9, activities: Activity.all & ~(Activity.entry | Activity.exit), order: 0, repeats: true, modes: ["default"]),
+                .addSource(1, order: 0, modes: ["default"]),
+                .addSource(2, order: 1, modes: ["default"]),
+                .onCallout(1, [.invalidate(2)]),
+                .signal(1), .signal(2),
+                .run("default", .guarded, returnAfterSourceHandled: false),
+            ], cf: start + end,
+            runLoopKit: start + observed(9, [Activity.beforeTimers, Activity.beforeSources]) + end)
+        case .oneWakeReasonPerIteration:
+            return Demonstration(program: [
+                .addObserver(1, activities: Activity.beforeSources, order: 0, repeats: false, modes: ["default"]),
+                .onCallout(1, [.wakeUp, .addTimer(2, .past, interval: 0, modes: ["default"])]),
+                .addTimer(9, .future, interval: 0, modes: ["default"]),
+                .run("default", .zero, returnAfterSourceHandled: false),
+                .run("default", .zero, returnAfterSourceHandled: false),
+            ], cf: [observed(1, Activity.beforeSources), returned("timedOut"), fired(2), returned("timedOut")],
+            runLoopKit: [observed(1, Activity.beforeSources), fired(2), returned("timedOut"), returned("timedOut")])
+        case .wakeUpIgnoredAfterWaiting:
+            let sleep = [Activity.entry, Activity.beforeTimers, Activity.beforeSources, Activity.beforeWaiting, Activity.afterWaiting]
+            let first = observed(1, sleep) + [observed(2, Activity.afterWaiting), observed(1, Activity.exit), returned("timedOut")]
+            return Demonstration(program: [
+                .addObserver(1, activities: Activity.all, order: 0, repeats: true, modes: ["default"]),
+                .addObserver(2, activities: Activity.afterWaiting, order: 1, repeats: false, modes: ["default"]),
+                .onCallout(2, [.wakeUp]),
+                .addTimer(9, .future, interval: 0, modes: ["default"]),
+                .run("default", .short, returnAfterSourceHandled: false),
+                .run("default", .short, returnAfterSourceHandled: false),
+            ], cf: first + observed(1, sleep) + [observed(1, Activity.exit), returned("timedOut")],
+            runLoopKit: first + observed(1, sleep)
+                + observed(1, [Activity.beforeTimers, Activity.beforeSources, Activity.beforeWaiting, Activity.afterWaiting])
+                + [observed(1, Activity.exit), returned("timedOut")])
+        case .pastFireDatesClampedToNow:
+            return Demonstration(program: [
+                .addTimer(1, .at(-100), interval: 0, modes: ["default"]),
+                .addTimer(2, .at(-200), interval: 0, modes: ["default"]),
+                .run("default", .zero, returnAfterSourceHandled: false),
+            ], cf: [fired(1), fired(2), returned("timedOut")], runLoopKit: [fired(2), fired(1), returned("timedOut")])
+        case .addCommonModeCreatesMode:
+            return Demonstration(
+                program: [.addCommonMode("A"), .queryModes],
+                cf: [modes(["default"])], runLoopKit: [modes(["A", "default"])])
+        case .commonBlockCreatesMode:
+            return Demonstration(
+                program: [.performBlock(1, modes: ["common"]), .queryModes],
+                cf: [modes(["common", "default"])], runLoopKit: [modes(["default"])])
+        case .timerRemovedFromRunningModeStillFires:
+            return Demonstration(program: [
+                .addTimer(1, .past, interval: 1_000_000, modes: ["default"]),
+                .addTimer(2, .past, interval: 0, modes: ["default", "A"]),
+                .onCallout(1, [.remove(2, mode: "default")]),
+                .run("default", .zero, returnAfterSourceHandled: false),
+            ], cf: [fired(1), fired(2), returned("timedOut")], runLoopKit: [fired(1), returned("timedOut")])
+        case .timerRedatedWhileFiringNotArmedInOtherModes:
+            return Demonstration(program: [
+                .addTimer(1, .past, interval: 1_000_000, modes: ["default", "B"]),
+                .onCallout(1, [.setFireDate(1, .past), .addTimer(2, .future, interval: 0, modes: ["B"])]),
+                .run("default", .zero, returnAfterSourceHandled: false),
+                .run("B", .zero, returnAfterSourceHandled: false),
+            ], cf: [fired(1), returned("timedOut"), returned("timedOut", "B")],
+            runLoopKit: [fired(1), returned("timedOut"), fired(1, in: "B"), returned("timedOut", "B")])
+        case .blockListDetached:
+            return Demonstration(program: [
+                .addTimer(9, .future, interval: 0, modes: ["A"]),
+                .performBlock(1, modes: ["default"]),
+                .performBlock(2, modes: ["A"]),
+                .onCallout(1, [.run("A", .zero, returnAfterSourceHandled: false)]),
+                .run("default", .zero, returnAfterSourceHandled: false),
+                .run("A", .zero, returnAfterSourceHandled: false),
+            ], cf: [
+                ran(1), returned("timedOut", "A", depth: 2), returned("timedOut"), ran(2, in: "A"), returned("timedOut", "A"),
+            ], runLoopKit: [
+                ran(1), ran(2, in: "A"), returned("timedOut", "A", depth: 2), returned("timedOut"), returned("timedOut", "A"),
+            ])
+        case .stoppedRunSleepsAfterANestedRunTookItsWakeUp:
+            // CF sleeps until the deadline and reports timedOut; RunLoopKit returns stopped at once.
+            let start = [observed(9, Activity.entry), observed(1, Activity.beforeSources), returned("timedOut", "A", depth: 2)]
+            return Demonstration(program: [
+                .addObserver(9, activities: Activity.entry, order: 0, repeats: true, modes: ["default"]),
+                .addObserver(1, activities: Activity.beforeSources, order: 1, repeats: false, modes: ["default"]),
+                .addTimer(2, .future, interval: 0, modes: ["default", "A"]),
+                .onCallout(1, [.stop, .run("A", .zero, returnAfterSourceHandled: false)]),
+                .run("default", .short, returnAfterSourceHandled: false),
+            ], cf: start + [returned("timedOut")], runLoopKit: start + [returned("stopped")])
+        case .sourceInOneLoopOnly, .runningCommonStops, .itemInSecondLoopStops, .toleranceHonoured, .commonItemsInHashOrder:
+            return nil
+        }
+    }
+}
