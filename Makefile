@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build test test-tsan test-asan bench gate readme-performance clean
+.PHONY: deps build test test-tsan test-asan soak bench gate readme-performance clean
 
 deps:
 	@dpkg -s libev-dev >/dev/null 2>&1 || { \
@@ -27,6 +27,14 @@ test-tsan: deps
 test-asan: deps
 	$(SWIFT) build --build-tests --scratch-path .build-asan --sanitize=address
 	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT) test --skip-build --scratch-path .build-asan
+
+## make soak SECONDS=300 SEEDS=100000: longer stress and conformance runs (defaults below).
+SECONDS ?= 120
+SEEDS ?= 50000
+soak: deps
+	$(SWIFT) build --build-tests
+	RUNLOOPKIT_STRESS_SECONDS=$(SECONDS) $(SWIFT) test --skip-build --filter StressTests
+	RUNLOOPKIT_CONFORMANCE_SEEDS=$(SEEDS) $(SWIFT) test --skip-build --filter RandomConformanceTests
 
 ## make bench: the standard benchmark set, one table (RunLoopKit vs raw libev vs CFRunLoop).
 bench: deps
