@@ -28,13 +28,13 @@ test-asan: deps
 	$(SWIFT) build --build-tests --scratch-path .build-asan --sanitize=address
 	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT) test --skip-build --scratch-path .build-asan
 
-## make soak SECONDS=300 SEEDS=100000: longer stress and conformance runs (defaults below).
-SECONDS ?= 120
-SEEDS ?= 50000
+## make soak SOAK_SECONDS=300 SOAK_SEEDS=100000: longer stress and conformance runs (defaults below).
+SOAK_SECONDS ?= 120
+SOAK_SEEDS ?= 50000
 soak: deps
 	$(SWIFT) build --build-tests
-	RUNLOOPKIT_STRESS_SECONDS=$(SECONDS) $(SWIFT) test --skip-build --filter StressTests
-	RUNLOOPKIT_CONFORMANCE_SEEDS=$(SEEDS) $(SWIFT) test --skip-build --filter RandomConformanceTests
+	RUNLOOPKIT_STRESS_SECONDS=$(SOAK_SECONDS) $(SWIFT) test --skip-build --filter StressTests
+	RUNLOOPKIT_CONFORMANCE_SEEDS=$(SOAK_SEEDS) $(SWIFT) test --skip-build --filter RandomConformanceTests
 
 ## make bench: the standard benchmark set, one table (RunLoopKit vs raw libev vs CFRunLoop).
 bench: deps
