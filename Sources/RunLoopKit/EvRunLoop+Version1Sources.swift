@@ -11,7 +11,8 @@ extension EvRunLoop {
         let onOwnThread = ThreadRegistry.existingLoop() === self
         let added: Bool = state.withLock { state in
             guard !state.isDead, core.isValid else { return false }
-            if mode == .common, state.commonSource1s.updateValue(core, forKey: ObjectIdentifier(core)) != nil { return false }
+            // R12: even if it is a common item already, it joins every common mode it left since.
+            if mode == .common { state.commonSource1s[ObjectIdentifier(core)] = core }
             attach(core, to: state.expand(mode), &state)
             if onOwnThread { startSignalWatchers(&state) }
             return true

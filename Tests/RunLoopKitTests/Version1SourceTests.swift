@@ -212,3 +212,21 @@ import Testing
         }
     }
 }
+
+@Suite struct Version1CommonModeTests {
+    /// R12, as for the other kinds: adding a common version-1 source to `.common` again makes it
+    /// rejoin the common modes it was removed from.
+    @Test func R12_addingACommonPortToCommonAgainRejoinsTheModesItLeft() {
+        let port = EvMessagePort<Int> { _ in }
+        let membership = onLoopThread { loop -> [Bool] in
+            loop.add(port, forMode: .common)
+            loop.remove(port, forMode: .default)
+            let afterRemove = loop.contains(port, forMode: .default)
+            loop.add(port, forMode: .common)
+            let afterReAdd = loop.contains(port, forMode: .default)
+            port.invalidate()
+            return [afterRemove, afterReAdd]
+        }
+        #expect(membership == [false, true])
+    }
+}
