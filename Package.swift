@@ -24,9 +24,14 @@ let package = Package(
             dependencies: ["CLibev"],
             path: "Sources/RunLoopKit"
         ),
+        // What the test targets share: a TSan-visible lock, named threads, a seeded generator.
+        .target(
+            name: "TestSupport",
+            path: "Tests/TestSupport"
+        ),
         .testTarget(
             name: "RunLoopKitTests",
-            dependencies: ["RunLoopKit", "MainLoopHarness"],
+            dependencies: ["RunLoopKit", "MainLoopHarness", "TestSupport"],
             path: "Tests/RunLoopKitTests"
         ),
         // Owns a real main thread for the main-loop tests (Swift Testing gives the main thread up).
@@ -55,13 +60,13 @@ let package = Package(
         // Differential conformance: the same operations on the real CFRunLoop and on RunLoopKit.
         .testTarget(
             name: "ConformanceTests",
-            dependencies: ["RunLoopKit", "CFConformanceSupport"],
+            dependencies: ["RunLoopKit", "CFConformanceSupport", "TestSupport"],
             path: "Tests/ConformanceTests"
         ),
         // Many threads adding, removing, signalling, performing and waking while loops run.
         .testTarget(
             name: "StressTests",
-            dependencies: ["RunLoopKit"],
+            dependencies: ["RunLoopKit", "TestSupport"],
             path: "Tests/StressTests"
         ),
         .executableTarget(

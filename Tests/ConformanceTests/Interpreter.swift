@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import TestSupport
 
 /// Runs a list of `Op`s against one run-loop implementation on a fresh thread and records what
 /// the loop did. `CFInterpreter` and `RunLoopKitInterpreter` supply the primitives; the meaning
@@ -10,7 +10,7 @@ import Synchronization
 /// reach it on the scenario's thread only (teardown callouts too, as that thread exits); the
 /// trace is behind a lock all the same.
 class Interpreter: @unchecked Sendable {
-    private let events = Mutex<[TraceEvent]>([])
+    private let events = TestLocked<[TraceEvent]>([])
     /// Scripts waiting for the next callout of an item or block, oldest first.
     private var scripts: [Int: [[Op]]] = [:]
     /// Per run in progress, innermost last: how it was started.
@@ -172,22 +172,6 @@ func traceName(ofMode name: String) -> String {
     case "kCFRunLoopCommonModes": return "common"
     default: return name
     }
-}
-
-/// Starts a joinable POSIX thread running `body`.
-func spawnThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
-    final class Work: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    var thread = pthread_t()
-    let context = Unmanaged.passRetained(Work(body)).toOpaque()
-    let status = pthread_create(&thread, nil, { context in
-        Unmanaged<Work>.fromOpaque(context!).takeRetainedValue().body()
-        return nil
-    }, context)
-    precondition(status == 0, "pthread_create failed: \(status)")
-    return thread
 }
 
 /// Runs `interpreter` over `program` on a fresh thread, waits for the thread to exit (its loop is

@@ -2,21 +2,7 @@ import Dispatch
 import Foundation
 import RunLoopKit
 import Testing
-
-/// A value behind an `NSLock` (a pthread mutex, which ThreadSanitizer understands; the
-/// `Synchronization.Mutex` it cannot see would make `make test-tsan` report every access).
-///
-/// `@unchecked Sendable`: `value` is only touched inside `lock`.
-final class TestLocked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
-}
+import TestSupport
 
 /// A thread-safe log of what happened, in order.
 final class EventLog<Event: Sendable>: Sendable {
@@ -67,22 +53,6 @@ func onLoopThread<T: Sendable>(
     }
     pthread_join(thread, nil)
     return result.get!
-}
-
-/// Starts a joinable POSIX thread running `body`.
-func spawnThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
-    final class Work: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    var thread = pthread_t()
-    let context = Unmanaged.passRetained(Work(body)).toOpaque()
-    let status = pthread_create(&thread, nil, { context in
-        Unmanaged<Work>.fromOpaque(context!).takeRetainedValue().body()
-        return nil
-    }, context)
-    precondition(status == 0, "pthread_create failed: \(status)")
-    return thread
 }
 
 /// Starts a thread that runs `body` with its loop and returns the loop once it exists; `finished`

@@ -2,6 +2,7 @@ import Foundation
 import RunLoopKit
 import Synchronization
 import Testing
+import TestSupport
 
 extension StressTests {
     /// Stops and wake-ups from other threads race the sleep of runs and of runs nested in them:
@@ -116,7 +117,7 @@ extension StressTests {
             for index in 0..<3 {
                 let seed = UInt64(rounds * 7 + index)
                 workers.append(spawnThread(named: "stress-user") {
-                    var random = StressRandom(seed: seed)
+                    var random = SplitMix64(seed: seed)
                     while !workersStop.load(ordering: .acquiring) {
                         if dead.load(ordering: .acquiring) { usesAfterDeath.add(1, ordering: .relaxed) }
                         let source = sources.randomElement(using: &random)!

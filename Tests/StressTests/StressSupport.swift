@@ -1,6 +1,7 @@
 import Foundation
 import RunLoopKit
 import Synchronization
+import TestSupport
 
 /// How long each stress test keeps its threads busy: `RUNLOOPKIT_STRESS_SECONDS`, 2 s by default.
 /// The duration only decides when producers stop; no assertion depends on time.
@@ -26,11 +27,11 @@ final class Watchdog: Sendable {
     }
 
     private let test: String
-    private let stage = Mutex("starting")
-    private let hearts = Mutex<[Heart]>([])
+    private let stage = TestLocked("starting")
+    private let hearts = TestLocked<[Heart]>([])
     private let finished = DispatchSemaphore(value: 0)
     private let isFinished = Atomic<Bool>(false)
-    private let thread = Mutex<pthread_t?>(nil)
+    private let thread = TestLocked<pthread_t?>(nil)
 
     init(_ test: String, stallAfter seconds: Double = 20) {
         self.test = test
@@ -88,34 +89,13 @@ final class Watchdog: Sendable {
     }
 }
 
-/// Starts a joinable POSIX thread named `name` (at most 15 bytes show in `/proc`).
-@discardableResult
-func spawnThread(named name: String, _ body: @escaping @Sendable () -> Void) -> pthread_t {
-    final class Work: Sendable {
-        let name: String
-        let body: @Sendable () -> Void
-        init(_ name: String, _ body: @escaping @Sendable () -> Void) { self.name = name; self.body = body }
-    }
-    var thread = pthread_t()
-    let context = Unmanaged.passRetained(Work(name, body)).toOpaque()
-    let status = pthread_create(&thread, nil, { context in
-        let work = Unmanaged<Work>.fromOpaque(context!).takeRetainedValue()
-        // The thread's name as `/proc` shows it (pthread_setname_np is not imported on Linux).
-        try? String(work.name.prefix(15)).write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
-        work.body()
-        return nil
-    }, context)
-    precondition(status == 0, "pthread_create failed: \(status)")
-    return thread
-}
-
 /// A thread with its own run loop: `body` runs on it; `loop` is available once it started.
 final class LoopThread: Sendable {
     let loop: EvRunLoop
     private let thread: pthread_t
 
     init(named name: String, _ body: @escaping @Sendable (EvRunLoop) -> Void) {
-        let handOver = Mutex<EvRunLoop?>(nil)
+        let handOver = TestLocked<EvRunLoop?>(nil)
         let ready = DispatchSemaphore(value: 0)
         thread = spawnThread(named: name) {
             let loop = EvRunLoop.current
@@ -143,26 +123,14 @@ func waitUntil(_ heart: Watchdog.Heart, timeout seconds: Double = 30, _ conditio
     return true
 }
 
-/// A small, fast random generator for the stress threads (each thread its own, seeded).
-struct StressRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed | 1 }
-    mutating func next() -> UInt64 {
-        state ^= state << 13
-        state ^= state >> 7
-        state ^= state << 17
-        return state
-    }
-}
-
 /// Per-id counters shared by many threads (how often each block or message ran).
 final class Tally: Sendable {
     private struct Counts {
         var perID: [Int]
         var distinct = 0
     }
-    private let counts: Mutex<Counts>
-    init(count: Int) { counts = Mutex(Counts(perID: Array(repeating: 0, count: count))) }
+    private let counts: TestLocked<Counts>
+    init(count: Int) { counts = TestLocked(Counts(perID: Array(repeating: 0, count: count))) }
     func record(_ id: Int) {
         counts.withLock { counts in
             if counts.perID[id] == 0 { counts.distinct += 1 }

@@ -2,6 +2,7 @@ import Foundation
 import RunLoopKit
 import Synchronization
 import Testing
+import TestSupport
 
 /// Many threads at one loop while it runs and nests runs: nothing lost, nothing run twice, no
 /// deadlock (a `Watchdog` stops the process with a thread dump instead of hanging).
@@ -89,7 +90,7 @@ import Testing
         for index in 0..<2 {
             let heart = watchdog.heart("performer \(index)")
             producers.append(spawnThread(named: "stress-perform") {
-                var random = StressRandom(seed: UInt64(index + 1))
+                var random = SplitMix64(seed: UInt64(index + 1))
                 while ContinuousClock.now < deadline {
                     let id = blocksSent.add(1, ordering: .relaxed).oldValue
                     guard id < capacity else { break }
@@ -113,7 +114,7 @@ import Testing
         })
         let churnHeart = watchdog.heart("churner")
         producers.append(spawnThread(named: "stress-churn") {
-            var random = StressRandom(seed: 99)
+            var random = SplitMix64(seed: 99)
             let modes: [EvRunLoop.Mode] = [.default, .common, nested, EvRunLoop.Mode("stress.other")]
             var sources: [EvSource] = []
             while ContinuousClock.now < deadline {

@@ -2,6 +2,7 @@ import Foundation
 import RunLoopKit
 import Synchronization
 import Testing
+import TestSupport
 
 extension StressTests {
     /// Threads add one-shot timers to a running, nesting loop and invalidate some of them at
@@ -14,7 +15,7 @@ extension StressTests {
         let capacity = 1_000_000
         let fires = Tally(count: capacity)
         let created = Atomic<Int>(0)
-        let invalidated = Mutex<Set<Int>>([])
+        let invalidated = TestLocked<Set<Int>>([])
         let finish = Atomic<Bool>(false)
         let loopHeart = watchdog.heart("loop thread")
         let loopThread = LoopThread(named: "stress-timers") { loop in
@@ -38,7 +39,7 @@ extension StressTests {
         for index in 0..<3 {
             let heart = watchdog.heart("adder \(index)")
             threads.append(spawnThread(named: "stress-addtimer") {
-                var random = StressRandom(seed: UInt64(index + 11))
+                var random = SplitMix64(seed: UInt64(index + 11))
                 while ContinuousClock.now < deadline {
                     let id = created.add(1, ordering: .relaxed).oldValue
                     guard id < capacity else { break }
@@ -58,7 +59,7 @@ extension StressTests {
         let repeaterHeart = watchdog.heart("repeating timers")
         let lateFires = Atomic<Int>(0)
         threads.append(spawnThread(named: "stress-repeat") {
-            var random = StressRandom(seed: 5)
+            var random = SplitMix64(seed: 5)
             while ContinuousClock.now < deadline {
                 let count = Atomic<Int>(0)
                 let fired = DispatchSemaphore(value: 0)
