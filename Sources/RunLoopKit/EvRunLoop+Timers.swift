@@ -6,10 +6,13 @@ extension EvRunLoop {
     /// - Precondition: the timer is not in another run loop (R39).
     public func add(_ timer: EvTimer, forMode mode: Mode) {
         state.withLock { state in
-            guard !state.isDead, timer.isValid else { return }
-            // R12: even if it is a common item already, it joins every common mode it left since.
-            if mode == .common { state.commonTimers[ObjectIdentifier(timer)] = timer }
-            attach(timer, to: state.expand(mode), &state)
+            guard !state.isDead else { return }
+            timer.state.withLock { timerState in
+                guard timerState.isValid else { return }
+                // R12: even if it is a common item already, it joins every common mode it left since.
+                if mode == .common { state.commonTimers[ObjectIdentifier(timer)] = timer }
+                attach(timer, to: state.expand(mode), &state, &timerState)
+            }
         }
     }
 
@@ -38,17 +41,22 @@ extension EvRunLoop {
     func attach(_ timer: EvTimer, to modes: ModeList, _ state: inout LoopState) {
         timer.state.withLock { timerState in
             guard timerState.isValid else { return }
-            require(
-                timerState.loop == nil || timerState.loop === self,
-                "EvRunLoop.add(_:forMode:): this EvTimer is already scheduled in another run loop; a timer belongs to one loop (R39)")
-            for mode in modes where !timerState.modes.contains(mode) {
-                timerState.loop = self
-                timerState.modes.append(mode)
-                let modeState = state.modeState(mode)
-                modeState.timerCount += 1
-                modeState.timers.push(timer, at: timerState.fireDate, latest: timerState.latestFireDate, sequence: state.nextSequence())
-                rearmIfSleeping(for: mode, at: timerState.latestFireDate, &state)
-            }
+            attach(timer, to: modes, &state, &timerState)
+        }
+    }
+
+    private func attach(_ timer: EvTimer, to modes: ModeList, _ state: inout LoopState, _ timerState: inout TimerState) {
+        require(
+            timerState.loop == nil || timerState.loop === self,
+            "EvRunLoop.add(_:forMode:): this EvTimer is already scheduled in another run loop; a timer belongs to one loop (R39)")
+        for mode in modes where !timerState.modes.contains(mode) {
+            if timerState.loop == nil { timerState.loop = self }
+            timerState.modes.append(mode)
+            let modeState = state.modeState(mode)
+            modeState.timerCount += 1
+            let latest = timerState.latestFireDate
+            modeState.timers.push(timer, at: timerState.fireDate, latest: latest, sequence: state.nextSequence())
+            rearmIfSleeping(for: mode, at: latest, &state)
         }
     }
 
@@ -82,11 +90,12 @@ extension EvRunLoop {
     func reschedule(_ timer: EvTimer, _ timerState: inout TimerState, _ state: inout LoopState) {
         guard timerState.loop === self else { return }
         timer.invalidateHeapEntries()
+        let latest = timerState.latestFireDate
         for mode in timerState.modes {
             let modeState = state.modeState(mode)
-            modeState.timers.push(timer, at: timerState.fireDate, latest: timerState.latestFireDate, sequence: state.nextSequence())
+            modeState.timers.push(timer, at: timerState.fireDate, latest: latest, sequence: state.nextSequence())
             modeState.timers.compactIfMostlyStale(liveCount: modeState.timerCount)
-            rearmIfSleeping(for: mode, at: timerState.latestFireDate, &state)
+            rearmIfSleeping(for: mode, at: latest, &state)
         }
     }
 
@@ -154,11 +163,11 @@ extension EvRunLoop {
                 timer.isFiring = false
                 guard timerState.isValid else { return }
                 let isBound = timerState.loop === self
-                if timer.interval == .zero {  // R43
+                if timer.intervalNanoseconds == 0 {  // R43
                     if isBound { detachEverywhere(timer, &state, &timerState) }
                     timerState.isValid = false
                 } else if isBound, !(timerState.rescheduled && timerState.fireDate > firedDate) {  // R44
-                    timerState.fireDate = Self.nextFireDate(after: firedDate, every: timer.interval, now: .now())
+                    timerState.fireDate = Self.nextFireDate(after: firedDate, everyNanoseconds: timer.intervalNanoseconds, now: .now())
                     reschedule(timer, &timerState, &state)
                 }
             }
@@ -166,8 +175,8 @@ extension EvRunLoop {
     }
 
     /// R42: the old fire date plus as many whole intervals as needed to be strictly after `now`.
-    static func nextFireDate(after fired: MonotonicTime, every interval: Duration, now: MonotonicTime) -> MonotonicTime {
-        let step = max(interval.saturatingNanoseconds, 1)
+    static func nextFireDate(after fired: MonotonicTime, everyNanoseconds interval: Int64, now: MonotonicTime) -> MonotonicTime {
+        let step = max(interval, 1)
         let behind = now.nanoseconds >= fired.nanoseconds ? (now.nanoseconds &- fired.nanoseconds) / step + 1 : 1
         let (advance, overflow) = behind.multipliedReportingOverflow(by: step)
         return overflow ? .distantFuture : fired.adding(nanoseconds: advance)

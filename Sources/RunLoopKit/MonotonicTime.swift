@@ -51,13 +51,13 @@ struct MonotonicTime: Comparable, Hashable, Sendable {
 }
 
 extension Duration {
-    /// Whole nanoseconds, saturating at `Int64.min`/`Int64.max` for durations beyond ±292 years.
+    /// Whole nanoseconds (truncated toward zero), saturating at `Int64.min`/`Int64.max` for
+    /// durations beyond ±292 years.
     var saturatingNanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return seconds < 0 ? .min : .max }
-        let (sum, overflow2) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000)
-        if overflow2 { return seconds < 0 ? .min : .max }
-        return sum
+        // One 128-bit division; `components` would divide and multiply twice as much.
+        let nanoseconds = attoseconds / 1_000_000_000
+        if nanoseconds > Int128(Int64.max) { return .max }
+        if nanoseconds < Int128(Int64.min) { return .min }
+        return Int64(nanoseconds)
     }
 }
