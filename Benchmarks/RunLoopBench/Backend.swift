@@ -49,6 +49,10 @@ protocol RunningLoop: Sendable {
 struct ChurnTimes: Sendable {
     var addNs: UInt64
     var cancelNs: UInt64
+    /// After the cancels: one read of each timer's own memory, in the cancel order. What any
+    /// cancel costs at least when the timers are no longer in the CPU's caches; `nil` where
+    /// not measured.
+    var visitNs: UInt64?
 }
 
 /// One run loop implementation, as the scenarios need it. Methods other than `startLoop` run
@@ -72,7 +76,8 @@ protocol Backend: Sendable {
     func runRearmedTimer(delayNs: UInt64, recorder: LatenessRecorder)
 
     /// Adds one timer per offset (fire date = now + offset, all far ahead), then cancels them
-    /// in `cancelOrder`; returns the time spent in the adds and in the cancels only.
+    /// in `cancelOrder`; returns the time spent in the adds and in the cancels only, and where
+    /// the backend can, the time to read each timer once more in the same order.
     func churnTimers(offsetsNs: [UInt64], cancelOrder: [Int]) -> ChurnTimes
 
     /// With `items` timers and `items` sources in the default mode, performs `switches` nested

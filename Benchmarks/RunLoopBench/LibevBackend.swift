@@ -98,7 +98,11 @@ struct LibevBackend: Backend {
         let t1 = nowNs()
         for i in cancelOrder { ev_timer_stop(loop, watchers + i) }
         let t2 = nowNs()
-        return ChurnTimes(addNs: t1 - t0, cancelNs: t2 - t1)
+        var stillActive = 0
+        for i in cancelOrder where watchers[i].active != 0 { stillActive += 1 }
+        let t3 = nowNs()
+        precondition(stillActive == 0, "a stopped ev_timer is still active")
+        return ChurnTimes(addNs: t1 - t0, cancelNs: t2 - t1, visitNs: t3 - t2)
     }
 
     // MARK: Mode switching

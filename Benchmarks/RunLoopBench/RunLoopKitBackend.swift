@@ -62,7 +62,11 @@ struct RunLoopKitBackend: Backend {
         let t1 = nowNs()
         for i in cancelOrder { timers[i].invalidate() }
         let t2 = nowNs()
-        return ChurnTimes(addNs: t1 - t0, cancelNs: t2 - t1)
+        var stillValid = 0
+        for i in cancelOrder where timers[i].isValid { stillValid += 1 }
+        let t3 = nowNs()
+        precondition(stillValid == 0, "a cancelled timer is still valid")
+        return ChurnTimes(addNs: t1 - t0, cancelNs: t2 - t1, visitNs: t3 - t2)
     }
 
     // MARK: Mode switching

@@ -1,6 +1,7 @@
 /// Scenario 4: timer scaling. On a loop's own thread, add N timers with random fire dates an
 /// hour or two ahead (none fires), then cancel them in random order; ns per add and per
-/// cancel at each N. Small N are repeated so each point covers at least `minOperations` adds;
+/// cancel at each N, and where a backend can, ns per visit: one read of each timer after the
+/// cancels, in the same random order, the memory floor under any cancel. Small N are repeated so each point covers at least `minOperations` adds;
 /// each point is the median of `rounds` measurements, except that a backend whose one
 /// measurement takes over two seconds is measured once at that N. CF keeps timers in a sorted
 /// array (O(n) per add and cancel), so it is measured only up to `cfMaxCount`.
@@ -15,6 +16,7 @@ struct TimerScalingScenario {
         let backends = backends.filter { $0.id != .libevIOURing }
         var add: [Int: [BackendID: Double]] = [:]
         var cancel: [Int: [BackendID: Double]] = [:]
+        var visit: [Int: [BackendID: Double]] = [:]
         for n in counts {
             var rng = SplitMix64(seed: seed &+ UInt64(n))
             let hour: UInt64 = 3_600_000_000_000
@@ -24,6 +26,7 @@ struct TimerScalingScenario {
             log("scaling: N = \(Self.label(n)) × \(repetitions), \(rounds) rounds")
             var adds: [BackendID: [Double]] = [:]
             var cancels: [BackendID: [Double]] = [:]
+            var visits: [BackendID: [Double]] = [:]
             var slow: Set<BackendID> = []
             for round in 0..<rounds {
                 for backend in rotated(backends, by: round) {
@@ -34,19 +37,23 @@ struct TimerScalingScenario {
                     let ops = Double(n * repetitions)
                     adds[backend.id, default: []].append(Double(t.addNs) / ops)
                     cancels[backend.id, default: []].append(Double(t.cancelNs) / ops)
+                    if let visitNs = t.visitNs { visits[backend.id, default: []].append(Double(visitNs) / ops) }
                 }
             }
             add[n] = adds.mapValues(median)
             cancel[n] = cancels.mapValues(median)
+            visit[n] = visits.mapValues(median)
         }
         var figures: [Figure] = []
         for n in counts {
             figures.append(figure("add", n: n, values: add[n] ?? [:]))
             figures.append(figure("cancel", n: n, values: cancel[n] ?? [:]))
+            figures.append(figure("visit", n: n, values: visit[n] ?? [:]))
         }
         if let low = counts.min(), let high = counts.max(), high > low {
             figures.append(growth("add", low: low, high: high, values: add))
             figures.append(growth("cancel", low: low, high: high, values: cancel))
+            figures.append(growth("visit", low: low, high: high, values: visit, goal: nil))
         }
         return figures
     }
@@ -60,6 +67,7 @@ struct TimerScalingScenario {
                 let t = backend.churnTimers(offsetsNs: offsets, cancelOrder: order)
                 sum.addNs += t.addNs
                 sum.cancelNs += t.cancelNs
+                if let visitNs = t.visitNs { sum.visitNs = (sum.visitNs ?? 0) + visitNs }
             }
             return sum
         }
@@ -74,16 +82,18 @@ struct TimerScalingScenario {
     }
 
     private func figure(_ op: String, n: Int, values: [BackendID: Double]) -> Figure {
+        let name = op == "visit" ? "timer visit after cancel (one read each)" : "timer \(op)"
         var f = Figure(id: "scaling.\(op).\(Self.label(n))", scenario: "scaling",
-                       label: "timer \(op), N = \(Self.label(n))", unit: "ns/op", better: .lower)
+                       label: "\(name), N = \(Self.label(n))", unit: "ns/op", better: .lower)
         f.values = values
         return f
     }
 
-    private func growth(_ op: String, low: Int, high: Int, values: [Int: [BackendID: Double]]) -> Figure {
+    private func growth(_ op: String, low: Int, high: Int, values: [Int: [BackendID: Double]],
+                        goal: Goal? = .atMost(2)) -> Figure {
         var f = Figure(id: "scaling.\(op).growth", scenario: "scaling",
                        label: "timer \(op) cost at \(Self.label(high)) ÷ at \(Self.label(low))",
-                       unit: "×", better: .lower, goal: .atMost(2))
+                       unit: "×", better: .lower, goal: goal)
         for (backend, atHigh) in values[high] ?? [:] {
             if let atLow = values[low]?[backend], atLow > 0 { f.values[backend] = atHigh / atLow }
         }
