@@ -75,10 +75,12 @@ extension EvBackend {
     /// Whether a watcher reported readiness not yet taken with ``takeReady()``.
     var hasReady: Bool { !ready.isEmpty }
 
-    /// The watchers that fired since the last call, in the order they fired.
+    /// The watchers that fired since the last call, in the order the kernel reported them, which
+    /// is the order their descriptors became ready. libev calls the pending watchers of one wait
+    /// last-reported first, so ``noteReady(_:_:)`` saw them reversed.
     func takeReady() -> [(token: Int, events: Int32)] {
         defer { ready.removeAll(keepingCapacity: true) }
-        return ready
+        return ready.reversed()
     }
 
     private func register(_ watcher: Watcher, _ raw: UnsafeMutableRawPointer) -> Int {

@@ -108,13 +108,17 @@ public final class EvRunLoop: Sendable {
     /// - Precondition: `mode` is not ``Mode/common``.
     public func addCommonMode(_ mode: Mode) {
         require(mode != .common, "EvRunLoop.addCommonMode(_:): .common is the pseudo-mode itself, not a mode")
-        let scheduled: [(EvSource, Mode)] = state.withLock { state in
-            guard !state.isDead, state.commonModes.insert(mode).inserted else { return [] }
+        let (scheduled, version1SourcesJoined): ([(EvSource, Mode)], Bool) = state.withLock { state in
+            guard !state.isDead, state.commonModes.insert(mode).inserted else { return ([], false) }
             _ = state.modeState(mode)
             for timer in state.commonTimers.values { attach(timer, to: [mode], &state) }
             for (_, observer) in state.commonObservers { attach(observer, to: [mode], &state) }
-            return state.commonSources.values.flatMap { source in attach(source, to: [mode], &state).map { (source, $0) } }
+            for core in state.commonSource1s.values { attach(core, to: [mode], &state) }
+            let scheduled = state.commonSources.values.flatMap { source in attach(source, to: [mode], &state).map { (source, $0) } }
+            return (scheduled, !state.commonSource1s.isEmpty)
         }
+        // As in add(_:forMode:): the loop's thread starts the watchers of the joining sources.
+        if version1SourcesJoined && ThreadRegistry.existingLoop() !== self { wakeUp() }
         for (source, mode) in scheduled { Callout.sourceSchedule(source, self, mode) }
     }
 

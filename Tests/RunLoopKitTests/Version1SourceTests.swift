@@ -1,6 +1,7 @@
 import Foundation
 import RunLoopKit
 import Testing
+import TestSupport
 
 @Suite struct FileDescriptorSourceTests {
     /// A pipe whose ends are closed when the test is done.
@@ -228,5 +229,53 @@ import Testing
             return [afterRemove, afterReAdd]
         }
         #expect(membership == [false, true])
+    }
+
+    /// R13 for version-1 sources: a mode made common later gets the common ones, as timers,
+    /// observers and version-0 sources (found by the conformance suite).
+    @Test func R13_aModeMadeCommonLaterGetsTheCommonVersion1Sources() {
+        let port = EvMessagePort<Int> { _ in }
+        let membership = onLoopThread { loop -> [Bool] in
+            let tracking = EvRunLoop.Mode("tracking")
+            loop.add(port, forMode: .common)
+            let before = loop.contains(port, forMode: tracking)
+            loop.addCommonMode(tracking)
+            let after = loop.contains(port, forMode: tracking)
+            port.invalidate()
+            return [before, after]
+        }
+        #expect(membership == [false, true])
+    }
+
+    /// R13 from another thread while the loop sleeps in the mode being made common: the loop wakes
+    /// and watches the common descriptor source from its next wait on.
+    @Test func R13_aModeMadeCommonFromAnotherThreadWatchesTheCommonDescriptorsAtOnce() throws {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        let (readEnd, writeEnd) = (ends[0], ends[1])
+        defer { close(readEnd); close(writeEnd) }
+        let source = try EvFileDescriptorSource(fileDescriptor: readEnd, events: .readable) { _ in
+            var buffer = [UInt8](repeating: 0, count: 8)
+            _ = read(readEnd, &buffer, 8)
+        }
+        let helper = Box<pthread_t?>(nil)
+        let result = onLoopThread { loop -> EvRunLoop.RunResult in
+            let tracking = EvRunLoop.Mode("tracking")
+            loop.add(source, forMode: .common)
+            loop.add(keepAliveTimer(), forMode: tracking)
+            loop.add(once(.beforeWaiting) {
+                helper.set(spawnThread {
+                    loop.addCommonMode(tracking)
+                    var byte: UInt8 = 1
+                    _ = write(writeEnd, &byte, 1)
+                })
+            }, forMode: tracking)
+            // Ten seconds are a safety net: without the wake-up the loop would sleep them out.
+            let result = loop.run(mode: tracking, timeout: .seconds(10), returnAfterSourceHandled: true)
+            source.invalidate()
+            return result
+        }
+        if let thread = helper.get { pthread_join(thread, nil) }
+        #expect(result == .handledSource)
     }
 }
