@@ -5,21 +5,29 @@ import Foundation
 /// API (declared in CCFRunLoop and CFConformanceSupport).
 ///
 /// Each item gets its own `CalloutTarget` as its context's `info`: CF compares and hashes
-/// context-only sources by `info`, so sources must not share one.
+/// context-only sources by `info`, so sources must not share one. A port source is a version-1
+/// source (CFRunLoopSourceContext1) whose `getPort` returns the interpreter's eventfd.
 final class CFInterpreter: Interpreter, @unchecked Sendable {
     private enum Item {
         case timer(CFRunLoopTimer)
         case source(CFRunLoopSource)
+        case portSource(CFRunLoopSource)
         case observer(CFRunLoopObserver)
     }
 
-    /// What an item's `info` points to: the interpreter and the item's id. Kept alive by
+    /// What an item's `info` points to: the interpreter, the item's id and (port sources) its
+    /// eventfd, which CF asks for on any thread that adds or removes the source. Kept alive by
     /// `targets` until the interpreter is released, after the thread and its loop are gone (CF
     /// calls no item back once its loop was torn down: releasing an item only invalidates it).
     private final class CalloutTarget {
         unowned let interpreter: CFInterpreter
         let id: Int
-        init(_ interpreter: CFInterpreter, _ id: Int) { self.interpreter = interpreter; self.id = id }
+        let port: Int32
+        init(_ interpreter: CFInterpreter, _ id: Int, port: Int32) {
+            self.interpreter = interpreter
+            self.id = id
+            self.port = port
+        }
         var info: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
         static func from(_ info: UnsafeMutableRawPointer?) -> CalloutTarget {
             Unmanaged<CalloutTarget>.fromOpaque(info!).takeUnretainedValue()
@@ -39,10 +47,13 @@ final class CFInterpreter: Interpreter, @unchecked Sendable {
         base = CFAbsoluteTimeGetCurrent()
     }
 
-    override func finish() { loop = nil }
+    override func finish() {
+        for case .portSource(let source) in items.values { CFRunLoopSourceInvalidate(source) }
+        loop = nil
+    }
 
-    private func target(_ id: Int) -> CalloutTarget {
-        let target = CalloutTarget(self, id)
+    private func target(_ id: Int, port: Int32 = -1) -> CalloutTarget {
+        let target = CalloutTarget(self, id, port: port)
         targets.append(target)
         return target
     }
@@ -104,6 +115,18 @@ final class CFInterpreter: Interpreter, @unchecked Sendable {
         items[id] = .source(CFRunLoopSourceCreate(nil, order, &context).takeRetainedValue())
     }
 
+    override func createPortSource(_ id: Int, order: Int, port: Int32) {
+        var context = CFRunLoopSourceContext1(
+            version: 1, info: target(id, port: port).info, retain: nil, release: nil, copyDescription: nil, equal: nil,
+            hash: nil,
+            getPort: { info in CalloutTarget.from(info).port },
+            perform: { info in
+                let target = CalloutTarget.from(info)
+                target.interpreter.portCallout(target.id)
+            })
+        items[id] = .portSource(cfc_source1_create(order, &context).takeRetainedValue())
+    }
+
     override func createObserver(_ id: Int, activities: UInt32, order: Int, repeats: Bool) {
         var context = CFRunLoopObserverContext(version: 0, info: target(id).info, retain: nil, release: nil, copyDescription: nil)
         let observer = CFRunLoopObserverCreate(nil, CFOptionFlags(activities), repeats ? 1 : 0, order, { _, activity, info in
@@ -117,7 +140,7 @@ final class CFInterpreter: Interpreter, @unchecked Sendable {
     override func add(_ id: Int, to mode: String) {
         switch items[id] {
         case .timer(let timer): CFRunLoopAddTimer(loop, timer, cfMode(mode))
-        case .source(let source): CFRunLoopAddSource(loop, source, cfMode(mode))
+        case .source(let source), .portSource(let source): CFRunLoopAddSource(loop, source, cfMode(mode))
         case .observer(let observer): CFRunLoopAddObserver(loop, observer, cfMode(mode))
         case nil: break
         }
@@ -126,7 +149,7 @@ final class CFInterpreter: Interpreter, @unchecked Sendable {
     override func remove(_ id: Int, from mode: String) {
         switch items[id] {
         case .timer(let timer): CFRunLoopRemoveTimer(loop, timer, cfMode(mode))
-        case .source(let source): CFRunLoopRemoveSource(loop, source, cfMode(mode))
+        case .source(let source), .portSource(let source): CFRunLoopRemoveSource(loop, source, cfMode(mode))
         case .observer(let observer): CFRunLoopRemoveObserver(loop, observer, cfMode(mode))
         case nil: break
         }
@@ -135,7 +158,7 @@ final class CFInterpreter: Interpreter, @unchecked Sendable {
     override func invalidate(_ id: Int) {
         switch items[id] {
         case .timer(let timer): CFRunLoopTimerInvalidate(timer)
-        case .source(let source): CFRunLoopSourceInvalidate(source)
+        case .source(let source), .portSource(let source): CFRunLoopSourceInvalidate(source)
         case .observer(let observer): CFRunLoopObserverInvalidate(observer)
         case nil: break
         }
@@ -215,6 +238,8 @@ final class CFInterpreter: Interpreter, @unchecked Sendable {
             return .timerState(id, valid: valid, fireSlot: slot)
         case .source(let source):
             return .sourceState(id, valid: CFRunLoopSourceIsValid(source) != 0, signalled: CFRunLoopSourceIsSignalled(source) != 0)
+        case .portSource(let source):
+            return .portSourceState(id, valid: CFRunLoopSourceIsValid(source) != 0)
         case .observer(let observer):
             return .observerState(id, valid: CFRunLoopObserverIsValid(observer) != 0)
         case nil:
@@ -248,7 +273,7 @@ final class CFInterpreter: Interpreter, @unchecked Sendable {
             case .timer(let timer):
                 let handle = Handle(timer)
                 return { CFRunLoopTimerInvalidate(handle.value) }
-            case .source(let source):
+            case .source(let source), .portSource(let source):
                 let handle = Handle(source)
                 return { CFRunLoopSourceInvalidate(handle.value) }
             case .observer(let observer):

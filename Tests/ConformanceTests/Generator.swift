@@ -2,19 +2,27 @@ import TestSupport
 
 /// Random programs for the differential test.
 ///
-/// A program lives in one of two worlds, because CF handles only one wake-up reason per
+/// A program lives in one of three worlds, because CF handles only one wake-up reason per
 /// iteration (`KnownDifference.oneWakeReasonPerIteration`): in the timer world, timers come due
 /// but nothing ever wakes the loop (no stop, every run polls); in the stop world, callouts stop
-/// runs and runs sleep (guarded), but no timer is ever due. Every other rule `Validity` checks
-/// is respected by construction, and the shrinker keeps to them.
+/// runs and runs sleep (guarded), but no timer is ever due; in the ports world, port (version-1)
+/// sources are made ready, but no timer is ever due and nothing else wakes the loop (every run
+/// polls). Every other known difference that `KnownDifference.risked(by:)` checks is avoided by
+/// construction, and the shrinker keeps to them.
 struct ProgramGenerator {
-    enum World: Sendable { case timers, stops }
+    enum World: Sendable { case timers, stops, ports }
 
     private var rng: SplitMix64
     let world: World
     private var nextID = 1
     private var timers: [Int] = []
     private var sources: [Int] = []
+    private var ports: [Int] = []
+    /// Every mode each port source was ever put in (`"common"` for any common mode), and the
+    /// ports made ready: two of those never share a mode
+    /// (`KnownDifference.readyVersion1SourcesUnwatchedInNoFixedOrder`).
+    private var portModes: [Int: Set<String>] = [:]
+    private var readiedPorts: Set<Int> = []
     private var observers: [Int] = []
     private var blocks: [Int] = []
     /// Modes that certainly exist (an item or block was put there directly): the only ones made
@@ -28,9 +36,11 @@ struct ProgramGenerator {
     private static let itemModes = ["default", "default", "default", "A", "A", "A", "B", "common", "common", "common"]
     private static let runModes = ["default", "default", "default", "A", "A", "B"]
 
+    /// Even seeds are in the timer world and odd ones in the stop world, as before the ports world
+    /// came, except every other odd seed (3, 7, 11…), which is in the ports world.
     init(seed: UInt64) {
         rng = SplitMix64(seed: seed)
-        world = seed % 2 == 0 ? .timers : .stops
+        world = seed % 2 == 0 ? .timers : seed % 4 == 1 ? .stops : .ports
     }
 
     mutating func program() -> [Op] {
@@ -87,7 +97,27 @@ struct ProgramGenerator {
     }
 
     private mutating func anyItem() -> Int? {
-        (timers + sources + observers).randomElement(using: &rng)
+        (timers + sources + ports + observers).randomElement(using: &rng)
+    }
+
+    /// Whether port `id` may be made ready, or (if it was) put in `mode` too.
+    private func portMayBeReady(_ id: Int, alsoIn mode: String? = nil) -> Bool {
+        let modes = (portModes[id] ?? []).union(mode.map { [$0] } ?? [])
+        return !readiedPorts.contains { $0 != id && KnownDifference.mayShareAMode(modes, portModes[$0] ?? []) }
+    }
+
+    /// A port-source operation (ports world only): a new port source, or one made ready.
+    private mutating func portOp(depth: Int) -> Op? {
+        if ports.isEmpty || chance(35) {
+            let id = newID(), modes = modes()
+            ports.append(id)
+            portModes[id] = Set(modes)
+            noteDirect(modes, depth: depth)
+            return .addPortSource(id, order: Int.random(in: 0...3, using: &rng), modes: modes)
+        }
+        guard let id = ports.randomElement(using: &rng), portMayBeReady(id) else { return nil }
+        readiedPorts.insert(id)
+        return .makeReady(id)
     }
 
     /// Timers whose date a script sets, and timers whose own script runs the loop: never both
@@ -98,6 +128,11 @@ struct ProgramGenerator {
     /// One operation; `owner` is the item or block whose callout runs it, `depth` the script level.
     private mutating func op(depth: Int, owner: ItemKind?, ownerID: Int? = nil) -> Op {
         while true {
+            // Drawn in the ports world only, so the other worlds' programs stay as they were.
+            if world == .ports, chance(25) {
+                guard let op = portOp(depth: depth) else { continue }
+                return op
+            }
             switch Int.random(in: 0..<100, using: &rng) {
             case 0..<8:
                 let id = newID(), modes = modes()
@@ -117,6 +152,10 @@ struct ProgramGenerator {
             case 25..<29:
                 guard let id = anyItem() else { continue }
                 let mode = Self.itemModes.randomElement(using: &rng)!
+                if ports.contains(id) {
+                    guard !readiedPorts.contains(id) || portMayBeReady(id, alsoIn: mode) else { continue }
+                    portModes[id, default: []].insert(mode)
+                }
                 return .add(id, mode: mode)
             case 29..<34:
                 guard let id = anyItem() else { continue }
@@ -157,9 +196,10 @@ struct ProgramGenerator {
                 return .run(Self.runModes.randomElement(using: &rng)!, runTimeout(), returnAfterSourceHandled: chance(30))
             case 77..<91:
                 guard depth < 2 else { continue }
-                let candidates = timers + sources + observers + blocks
+                let candidates = timers + sources + ports + observers + blocks
                 guard let id = candidates.randomElement(using: &rng) else { continue }
-                let kind: ItemKind = timers.contains(id) ? .timer : sources.contains(id) ? .source : observers.contains(id) ? .observer : .block
+                let kind: ItemKind = timers.contains(id) ? .timer : sources.contains(id) ? .source
+                    : ports.contains(id) ? .portSource : observers.contains(id) ? .observer : .block
                 let count = Int.random(in: 1...3, using: &rng)
                 var script: [Op] = []
                 for _ in 0..<count { script.append(op(depth: depth + 1, owner: kind, ownerID: id)) }
@@ -180,4 +220,4 @@ struct ProgramGenerator {
 }
 
 /// The kinds of things a script can be attached to.
-enum ItemKind: Sendable { case timer, source, observer, block }
+enum ItemKind: Sendable { case timer, source, portSource, observer, block }

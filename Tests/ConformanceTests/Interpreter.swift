@@ -1,3 +1,4 @@
+import CFConformanceSupport
 import Foundation
 import TestSupport
 
@@ -25,6 +26,9 @@ class Interpreter: @unchecked Sendable {
     /// Whether the scenario's thread is still running the program (teardown callouts come later).
     private(set) var isRunningProgram = false
     private var helpers: [pthread_t] = []
+    /// The eventfd behind each port source, opened by `addPortSource` and closed once the program
+    /// is over (after `finish()` invalidated the sources).
+    private var ports: [Int: Int32] = [:]
 
     /// The trace so far (complete once the scenario's thread was joined).
     var trace: [TraceEvent] { events.withLock { $0 } }
@@ -38,6 +42,8 @@ class Interpreter: @unchecked Sendable {
         for op in program { execute(op) }
         for helper in helpers { pthread_join(helper, nil) }
         finish()
+        for port in ports.values { close(port) }
+        ports = [:]
         isRunningProgram = false
         record(.threadExit)
     }
@@ -55,6 +61,15 @@ class Interpreter: @unchecked Sendable {
             guard !exists(id) else { return }
             createSource(id, order: order)
             for mode in modes { add(id, to: mode) }
+        case .addPortSource(let id, let order, let modes):
+            guard !exists(id) else { return }
+            let port = cfc_port_open()
+            precondition(port >= 0, "eventfd failed: errno \(errno)")
+            ports[id] = port
+            createPortSource(id, order: order, port: port)
+            for mode in modes { add(id, to: mode) }
+        case .makeReady(let id):
+            if let port = ports[id] { cfc_port_make_ready(port) }
         case .addObserver(let id, let activities, let order, let repeats, let modes):
             guard !exists(id) else { return }
             createObserver(id, activities: activities, order: order, repeats: repeats)
@@ -86,7 +101,13 @@ class Interpreter: @unchecked Sendable {
         case .wakeUp: wakeUp()
         case .onCallout(let id, let ops): scripts[id, default: []].append(ops)
         case .onOtherThread(let ops):
-            let actions = ops.compactMap(crossThreadAction)
+            let actions = ops.compactMap { op -> (@Sendable () -> Void)? in
+                if case .makeReady(let id) = op {
+                    guard let port = ports[id] else { return nil }
+                    return { cfc_port_make_ready(port) }
+                }
+                return crossThreadAction(op)
+            }
             helpers.append(spawnThread { for action in actions { action() } })
         case .queryModes:
             let (current, all) = modes()
@@ -129,6 +150,13 @@ class Interpreter: @unchecked Sendable {
         for op in script { execute(op) }
     }
 
+    /// The callout of port source `id`: drains its eventfd (CF has already read it; RunLoopKit's
+    /// file-descriptor source leaves that to the handler), then records it as `callout` does.
+    final func portCallout(_ id: Int) {
+        if let port = ports[id] { cfc_port_drain(port) }
+        callout(id, .portPerform(id, mode: currentModeName()))
+    }
+
     /// The guard observer's callout: stops the innermost run if it is a guarded one.
     final func guardFired() {
         if runs.last == .guarded { stop() }
@@ -137,11 +165,15 @@ class Interpreter: @unchecked Sendable {
     // MARK: Primitives, one implementation per run loop
 
     func start() {}
+    /// Called on the scenario's thread after the program: must invalidate every port source, so
+    /// that no loop watches a descriptor that is about to be closed.
     func finish() {}
     func exists(_ id: Int) -> Bool { fatalError("abstract") }
     func isTimer(_ id: Int) -> Bool { fatalError("abstract") }
     func createTimer(_ id: Int, at seconds: Double, interval: Double) { fatalError("abstract") }
     func createSource(_ id: Int, order: Int) { fatalError("abstract") }
+    /// Creates a version-1 source on `port` (an eventfd) whose callout calls `portCallout(id)`.
+    func createPortSource(_ id: Int, order: Int, port: Int32) { fatalError("abstract") }
     func createObserver(_ id: Int, activities: UInt32, order: Int, repeats: Bool) { fatalError("abstract") }
     func add(_ id: Int, to mode: String) { fatalError("abstract") }
     func remove(_ id: Int, from mode: String) { fatalError("abstract") }
@@ -161,7 +193,8 @@ class Interpreter: @unchecked Sendable {
     func currentModeName() -> String { fatalError("abstract") }
     func modes() -> (current: String?, all: [String]) { fatalError("abstract") }
     func query(_ id: Int) -> TraceEvent? { fatalError("abstract") }
-    /// What `op` does from another thread, resolved now (on the loop's thread).
+    /// What `op` does from another thread, resolved now (on the loop's thread); `makeReady` is
+    /// handled here, in the base class.
     func crossThreadAction(_ op: Op) -> (@Sendable () -> Void)? { fatalError("abstract") }
 }
 

@@ -27,6 +27,27 @@ import Testing
         #expect(KnownDifference.risked(by: demonstration.program).contains(difference), "the generator's check misses \(difference)")
     }
 
+    /// `oneWakeReasonPerIteration` with a port source instead of a wake-up: the timer's timerfd
+    /// became ready first, so CF fires it in the first run and handles the port in the second;
+    /// RunLoopKit does both in the first.
+    @Test func oneReadyDescriptorPerIterationAlsoSeparatesDueTimersFromAPortSource() {
+        let program: [Op] = [
+            .addTimer(1, .past, interval: 0, modes: ["default"]),
+            .addPortSource(2, order: 0, modes: ["default"]),
+            .makeReady(2),
+            .run("default", .zero, returnAfterSourceHandled: false),
+            .run("default", .zero, returnAfterSourceHandled: false),
+        ]
+        let comparison = Comparison(program, label: "oneWakeReasonPerIteration with a port")
+        #expect(
+            comparison.cf.prefix { $0 != .threadExit } == [fired(1), returned("timedOut"), portPerformed(2), returned("timedOut")],
+            "CF no longer does this\n\(comparison.report)")
+        #expect(
+            comparison.runLoopKit.prefix { $0 != .threadExit } == [fired(1), portPerformed(2), returned("timedOut"), returned("timedOut")],
+            "RunLoopKit no longer does this\n\(comparison.report)")
+        #expect(KnownDifference.risked(by: program).contains(.oneWakeReasonPerIteration), "the generator's check misses it")
+    }
+
     /// Why some differences have no demonstration here.
     static let undemonstrable: [KnownDifference: String] = [
         .sourceInOneLoopOnly: "RunLoopKit stops the process; RunLoopKitTests' bad-input exit tests show it",
@@ -127,6 +148,23 @@ import Testing
                 .onCallout(1, [.stop, .run("A", .zero, returnAfterSourceHandled: false)]),
                 .run("default", .short, returnAfterSourceHandled: false),
             ], cf: start + [returned("timedOut")], runLoopKit: start + [returned("stopped")])
+        case .readyVersion1SourcesUnwatchedInNoFixedOrder:
+            // RunLoopKit watches 1 since the run in default, and 2 only once A runs: it notices
+            // 1 first. CF had both in A's epoll set when they became ready: 2 first.
+            return Demonstration(program: [
+                .addPortSource(1, order: 0, modes: ["default", "A"]),
+                .addPortSource(2, order: 0, modes: ["A"]),
+                .run("default", .zero, returnAfterSourceHandled: false),
+                .makeReady(2), .makeReady(1),
+                .run("A", .zero, returnAfterSourceHandled: false),
+                .run("A", .zero, returnAfterSourceHandled: false),
+            ], cf: [
+                returned("timedOut"), portPerformed(2, in: "A"), returned("timedOut", "A"), portPerformed(1, in: "A"),
+                returned("timedOut", "A"),
+            ], runLoopKit: [
+                returned("timedOut"), portPerformed(1, in: "A"), returned("timedOut", "A"), portPerformed(2, in: "A"),
+                returned("timedOut", "A"),
+            ])
         case .sourceInOneLoopOnly, .runningCommonStops, .itemInSecondLoopStops, .toleranceHonoured, .commonItemsInHashOrder:
             return nil
         }

@@ -29,13 +29,25 @@ enum KnownDifference: String, CaseIterable, Sendable {
     // MARK: CF artifacts found by this harness
 
     /// CF on Linux handles one ready descriptor per iteration (`__CFRunLoopServiceFileDescriptors`
-    /// takes one event from the mode's edge-triggered epoll set): when the loop's wake-up eventfd
-    /// (written by `CFRunLoopStop` / `CFRunLoopWakeUp`) and the mode's timerfd are both ready, the
-    /// iteration handles only one of them, so due timers fire an iteration later, or, if the run
-    /// then ends, in a later run; a wake-up left unread makes a later wait in any mode return at
-    /// once. RunLoopKit fires every due timer after every wait (R40). Generator: a program either
-    /// has due timers or wakes the loop (stop, wake-up, sleeping runs), never both.
+    /// takes one event from the mode's edge-triggered epoll set): when two of the loop's wake-up
+    /// eventfd (written by `CFRunLoopStop` / `CFRunLoopWakeUp`), the mode's timerfd and a
+    /// version-1 source's port are ready, the iteration handles only the one that became ready
+    /// first, so due timers fire (or the port source is handled) an iteration later, or, if the
+    /// run then ends, in a later run; a wake-up left unread makes a later wait in any mode return
+    /// at once, taking the place of a ready port source. RunLoopKit fires every due timer after
+    /// every wait (R40) and then handles one ready version-1 source (R38). Generator: a program
+    /// either has due timers, or wakes the loop (stop, wake-up, sleeping runs), or makes port
+    /// sources ready (the ports world: no timer due, every run polls), never two of these.
     case oneWakeReasonPerIteration
+    /// Which of several ready version-1 sources of the running mode is handled first. CF: the one
+    /// that became ready first in that mode's epoll set, which holds the source's port all the
+    /// time, whatever mode runs (a port added to a mode while ready counts from then). RunLoopKit
+    /// watches a source only while one of its modes runs (R37), so it handles first the one it
+    /// noticed first: for sources watched when they became ready that is CF's order, but sources
+    /// that became ready while unwatched are all noticed when their mode runs, in no fixed order
+    /// among themselves. R38 fixes no order. Generator: two port sources that may share a mode
+    /// (`.common` counts as sharing every mode) are never both made ready.
+    case readyVersion1SourcesUnwatchedInNoFixedOrder
     /// CF ignores `CFRunLoopWakeUp` (and the wake of `CFRunLoopStop`) from the moment a wait ends
     /// until the next iteration begins (`__CFRunLoopSetIgnoreWakeUps`): AfterWaiting observers,
     /// timers, version-1 sources, the last blocks step, Exit. RunLoopKit keeps such a wake-up, so
@@ -94,7 +106,7 @@ enum KnownDifference: String, CaseIterable, Sendable {
         case .itemInSecondLoopStops: "RunLoopKit on purpose: a timer or observer in a second loop stops with a message"
         case .toleranceHonoured: "RunLoopKit on purpose: tolerance coalesces wake-ups"
         case .lostHandledSource: "CF bug, RunLoopKit on purpose: handledSource kept if any source ran"
-        case .oneWakeReasonPerIteration: "CF artifact: one ready descriptor per iteration"
+        case .oneWakeReasonPerIteration: "CF artifact: one ready descriptor per iteration (wake-up, timers or a port source)"
         case .wakeUpIgnoredAfterWaiting: "CF artifact: wake-ups ignored between wait and next iteration"
         case .pastFireDatesClampedToNow: "CF artifact: past fire dates clamped to the time they are set"
         case .addCommonModeCreatesMode: "R7 vs CF: a mode made common exists in RunLoopKit only"
@@ -104,6 +116,8 @@ enum KnownDifference: String, CaseIterable, Sendable {
         case .timerRedatedWhileFiringNotArmedInOtherModes: "CF bug: a timer re-dated in its own callout is not armed in its other modes"
         case .stoppedRunSleepsAfterANestedRunTookItsWakeUp: "CF bug: a stopped run sleeps if a nested run took the stop's wake-up"
         case .blockListDetached: "CF artifact: a run nested in a block does not see pending blocks"
+        case .readyVersion1SourcesUnwatchedInNoFixedOrder:
+            "R37, RunLoopKit on purpose: version-1 sources that became ready while unwatched are handled in no fixed order"
         }
     }
 }
@@ -118,8 +132,9 @@ extension KnownDifference {
         var kinds: [Int: ItemKind] = [:]
         var direct: Set<String> = ["default"]  // modes surely created by earlier top-level operations
         var commonBlock = false, queriesModes = false, hasDueTimers = false, wakes = false, scriptRemovesTimer = false
-        var sleepsUnguarded = false, wakesUp = false, lastPastDate = -Double.infinity
+        var sleepsUnguarded = false, wakesUp = false, makesPortsReady = false, lastPastDate = -Double.infinity
         var observerOrders: [Int: Int] = [:]
+        var portModes: [Int: Set<String>] = [:], readiedPorts: Set<Int> = []
         var redatedByScripts: Set<Int> = [], redatedByOwnScript: Set<Int> = [], runFromOwnScript: Set<Int> = []
 
         func dated(_ date: FireDate) {
@@ -145,13 +160,22 @@ extension KnownDifference {
             case .addSource(let id, _, let modes):
                 kinds[id] = .source
                 created(modes)
+            case .addPortSource(let id, _, let modes):
+                kinds[id] = .portSource
+                created(modes)
+                portModes[id, default: []].formUnion(modes)
+            case .makeReady(let id):
+                makesPortsReady = true
+                readiedPorts.insert(id)
             case .addObserver(let id, _, let order, _, let modes):
                 kinds[id] = .observer
                 created(modes)
                 if let other = observerOrders[order], other != id { risked.insert(.commonItemsInHashOrder) }
                 observerOrders[order] = id
-            case .add:
-                break  // creates the mode only if the item is still valid, which may have changed
+            case .add(let id, let mode):
+                // Creates the mode only if the item is still valid, which may have changed. Noted
+                // for any id: a script may name a port source created after it was attached.
+                portModes[id, default: []].insert(mode)
             case .performBlock(let id, let modes):
                 kinds[id] = .block
                 created(modes)
@@ -171,9 +195,16 @@ extension KnownDifference {
             case .runDefaultUntilDone:
                 wakes = true
                 sleepsUnguarded = true
-            case .stop, .wakeUp, .onOtherThread:
+            case .stop, .wakeUp:
                 wakes = true
                 wakesUp = true
+            case .onOtherThread(let ops):
+                wakes = true
+                wakesUp = true
+                for case .makeReady(let id) in ops {
+                    makesPortsReady = true
+                    readiedPorts.insert(id)
+                }
             case .onCallout(let id, let script):
                 for scripted in script { visit(scripted, owner: kinds[id], ownerID: id, topLevel: false) }
             case .remove(let id, _):
@@ -183,13 +214,26 @@ extension KnownDifference {
             }
         }
         for op in program { visit(op, owner: nil, ownerID: nil, topLevel: true) }
-        if hasDueTimers && wakes { risked.insert(.oneWakeReasonPerIteration) }
+        if hasDueTimers && wakes || makesPortsReady && (hasDueTimers || wakes) { risked.insert(.oneWakeReasonPerIteration) }
         if commonBlock && queriesModes { risked.insert(.commonBlockCreatesMode) }
         if sleepsUnguarded && wakesUp { risked.formUnion([.wakeUpIgnoredAfterWaiting, .stoppedRunSleepsAfterANestedRunTookItsWakeUp]) }
+        let readied = readiedPorts.sorted()
+        for (index, port) in readied.enumerated() {
+            for other in readied[..<index] where mayShareAMode(portModes[port] ?? [], portModes[other] ?? []) {
+                risked.insert(.readyVersion1SourcesUnwatchedInNoFixedOrder)
+            }
+        }
         if hasDueTimers && scriptRemovesTimer { risked.insert(.timerRemovedFromRunningModeStillFires) }
         if hasDueTimers && !(redatedByOwnScript.isEmpty && redatedByScripts.isDisjoint(with: runFromOwnScript)) {
             risked.insert(.timerRedatedWhileFiringNotArmedInOtherModes)
         }
         return risked
+    }
+
+    /// Whether items that were ever put in `first` and in `second` (mode names, `"common"`
+    /// meaning whichever modes are common) may have been in one mode at the same time.
+    static func mayShareAMode(_ first: Set<String>, _ second: Set<String>) -> Bool {
+        guard !first.isEmpty, !second.isEmpty else { return false }
+        return first.contains("common") || second.contains("common") || !first.isDisjoint(with: second)
     }
 }

@@ -15,6 +15,13 @@ indirect enum Op: Hashable, Sendable, CustomStringConvertible {
     case addTimer(Int, FireDate, interval: Double, modes: [String])
     /// Creates version-0 source `id` with `order` and adds it to each of `modes`.
     case addSource(Int, order: Int, modes: [String])
+    /// Creates version-1 source `id` with `order`, backed by an eventfd the interpreter owns (a
+    /// port), and adds it to each of `modes`. Its callout drains the eventfd, then is traced as
+    /// `portPerform`. It has no schedule or cancel callouts (CF calls those for version 0 only).
+    case addPortSource(Int, order: Int, modes: [String])
+    /// Makes port source `id` ready: writes to its eventfd (R37, R38), from the thread that runs
+    /// the operation.
+    case makeReady(Int)
     /// Creates observer `id` (activity bits as in CF) and adds it to each of `modes`.
     case addObserver(Int, activities: UInt32, order: Int, repeats: Bool, modes: [String])
     /// Adds existing item `id` to one more mode.
@@ -35,11 +42,13 @@ indirect enum Op: Hashable, Sendable, CustomStringConvertible {
     /// The next callout of item or block `id` (perform, fire, observe, run) runs `ops` first.
     case onCallout(Int, [Op])
     /// Runs `ops` on a new thread, without waiting for it: `stop`, `wakeUp`, `signal` (which
-    /// also wakes the loop, as a signalling thread must, R22), `setFireDate`, `invalidate`.
+    /// also wakes the loop, as a signalling thread must, R22), `setFireDate`, `invalidate`,
+    /// `makeReady` (which wakes the loop by itself, R22).
     case onOtherThread([Op])
     /// Records the current mode and every mode of the loop.
     case queryModes
-    /// Records whether item `id` is valid (and a source signalled, a timer's next fire date).
+    /// Records whether item `id` is valid (and a version-0 source signalled, a timer's next fire
+    /// date).
     case query(Int)
 
     /// The next callout of `id` stops the innermost run.
@@ -58,6 +67,8 @@ indirect enum Op: Hashable, Sendable, CustomStringConvertible {
         case .addTimer(let id, let date, let interval, let modes):
             return ".addTimer(\(id), .\(date), interval: \(interval), modes: \(list(modes)))"
         case .addSource(let id, let order, let modes): return ".addSource(\(id), order: \(order), modes: \(list(modes)))"
+        case .addPortSource(let id, let order, let modes): return ".addPortSource(\(id), order: \(order), modes: \(list(modes)))"
+        case .makeReady(let id): return ".makeReady(\(id))"
         case .addObserver(let id, let activities, let order, let repeats, let modes):
             return ".addObserver(\(id), activities: \(Activity.describe(activities)), order: \(order), repeats: \(repeats), modes: \(list(modes)))"
         case .add(let id, let mode): return ".add(\(id), mode: \"\(mode)\")"
@@ -138,6 +149,8 @@ enum TraceEvent: Hashable, Sendable, CustomStringConvertible {
     case observer(Int, activity: UInt32, mode: String)
     case timer(Int, mode: String)
     case perform(Int, mode: String)
+    /// A version-1 (port) source's callout.
+    case portPerform(Int, mode: String)
     case block(Int, mode: String)
     case schedule(Int, mode: String)
     case cancel(Int, mode: String)
@@ -146,6 +159,7 @@ enum TraceEvent: Hashable, Sendable, CustomStringConvertible {
     case modes(current: String, all: [String])
     case timerState(Int, valid: Bool, fireSlot: Int?)
     case sourceState(Int, valid: Bool, signalled: Bool)
+    case portSourceState(Int, valid: Bool)
     case observerState(Int, valid: Bool)
     /// The scenario's thread returned; what follows is the loop's teardown (R4).
     case threadExit
@@ -159,6 +173,7 @@ enum TraceEvent: Hashable, Sendable, CustomStringConvertible {
         case .observer(let id, let activity, let mode): return "observer \(id) \(Activity.name(activity)) in \(mode)"
         case .timer(let id, let mode): return "timer \(id) in \(mode)"
         case .perform(let id, let mode): return "perform \(id) in \(mode)"
+        case .portPerform(let id, let mode): return "port perform \(id) in \(mode)"
         case .block(let id, let mode): return "block \(id) in \(mode)"
         case .schedule(let id, let mode): return "schedule \(id) in \(mode)"
         case .cancel(let id, let mode): return "cancel \(id) in \(mode)"
@@ -166,6 +181,7 @@ enum TraceEvent: Hashable, Sendable, CustomStringConvertible {
         case .modes(let current, let all): return "current mode \(current), modes \(all)"
         case .timerState(let id, let valid, let slot): return "timer \(id) valid \(valid) fire slot \(slot.map(String.init) ?? "-")"
         case .sourceState(let id, let valid, let signalled): return "source \(id) valid \(valid) signalled \(signalled)"
+        case .portSourceState(let id, let valid): return "port source \(id) valid \(valid)"
         case .observerState(let id, let valid): return "observer \(id) valid \(valid)"
         case .threadExit: return "thread exit"
         case .waitingInCallout: return "isWaiting true in a callout"

@@ -1,11 +1,13 @@
 import Foundation
 import RunLoopKit
 
-/// The operation language on RunLoopKit's `EvRunLoop`.
+/// The operation language on RunLoopKit's `EvRunLoop`. A port source is an
+/// `EvFileDescriptorSource` watching the interpreter's eventfd for `.readable`.
 final class RunLoopKitInterpreter: Interpreter, @unchecked Sendable {
     private enum Item {
         case timer(EvTimer)
         case source(EvSource)
+        case portSource(EvFileDescriptorSource)
         case observer(EvObserver)
     }
 
@@ -20,7 +22,10 @@ final class RunLoopKitInterpreter: Interpreter, @unchecked Sendable {
         base = .now
     }
 
-    override func finish() { loop = nil }
+    override func finish() {
+        for case .portSource(let source) in items.values { source.invalidate() }
+        loop = nil
+    }
 
     private func rkMode(_ name: String) -> EvRunLoop.Mode {
         switch name {
@@ -61,6 +66,13 @@ final class RunLoopKitInterpreter: Interpreter, @unchecked Sendable {
         items[id] = .source(source)
     }
 
+    override func createPortSource(_ id: Int, order: Int, port: Int32) {
+        let source = try! EvFileDescriptorSource(fileDescriptor: port, events: .readable, order: order) { [unowned self] _ in
+            self.portCallout(id)
+        }
+        items[id] = .portSource(source)
+    }
+
     override func createObserver(_ id: Int, activities: UInt32, order: Int, repeats: Bool) {
         let observer = EvObserver(activities: EvRunLoop.Activity(rawValue: activities), repeats: repeats, order: order) {
             [unowned self] _, activity in
@@ -73,6 +85,7 @@ final class RunLoopKitInterpreter: Interpreter, @unchecked Sendable {
         switch items[id] {
         case .timer(let timer): loop.add(timer, forMode: rkMode(mode))
         case .source(let source): loop.add(source, forMode: rkMode(mode))
+        case .portSource(let source): loop.add(source, forMode: rkMode(mode))
         case .observer(let observer): loop.add(observer, forMode: rkMode(mode))
         case nil: break
         }
@@ -82,6 +95,7 @@ final class RunLoopKitInterpreter: Interpreter, @unchecked Sendable {
         switch items[id] {
         case .timer(let timer): loop.remove(timer, forMode: rkMode(mode))
         case .source(let source): loop.remove(source, forMode: rkMode(mode))
+        case .portSource(let source): loop.remove(source, forMode: rkMode(mode))
         case .observer(let observer): loop.remove(observer, forMode: rkMode(mode))
         case nil: break
         }
@@ -91,6 +105,7 @@ final class RunLoopKitInterpreter: Interpreter, @unchecked Sendable {
         switch items[id] {
         case .timer(let timer): timer.invalidate()
         case .source(let source): source.invalidate()
+        case .portSource(let source): source.invalidate()
         case .observer(let observer): observer.invalidate()
         case nil: break
         }
@@ -147,6 +162,8 @@ final class RunLoopKitInterpreter: Interpreter, @unchecked Sendable {
             return .timerState(id, valid: valid, fireSlot: valid && reportsFireDate(of: id) ? slot(ofSeconds: seconds) : nil)
         case .source(let source):
             return .sourceState(id, valid: source.isValid, signalled: source.isSignalled)
+        case .portSource(let source):
+            return .portSourceState(id, valid: source.isValid)
         case .observer(let observer):
             return .observerState(id, valid: observer.isValid)
         case nil:
@@ -173,6 +190,7 @@ final class RunLoopKitInterpreter: Interpreter, @unchecked Sendable {
             switch items[id] {
             case .timer(let timer): return { timer.invalidate() }
             case .source(let source): return { source.invalidate() }
+            case .portSource(let source): return { source.invalidate() }
             case .observer(let observer): return { observer.invalidate() }
             case nil: return nil
             }

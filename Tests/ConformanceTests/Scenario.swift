@@ -34,6 +34,7 @@ func observed(_ id: Int, _ activities: [UInt32], in mode: String = "default") ->
 
 func fired(_ id: Int, in mode: String = "default") -> TraceEvent { .timer(id, mode: mode) }
 func performed(_ id: Int, in mode: String = "default") -> TraceEvent { .perform(id, mode: mode) }
+func portPerformed(_ id: Int, in mode: String = "default") -> TraceEvent { .portPerform(id, mode: mode) }
 func ran(_ id: Int, in mode: String = "default") -> TraceEvent { .block(id, mode: mode) }
 func scheduled(_ id: Int, in mode: String = "default") -> TraceEvent { .schedule(id, mode: mode) }
 func cancelled(_ id: Int, in mode: String = "default") -> TraceEvent { .cancel(id, mode: mode) }

@@ -1,6 +1,6 @@
 // The parts of the CoreFoundation run-loop C API that the conformance tests need beyond those the
 // benchmark declares in CCFRunLoop.h: observers, removal, mode lists, the current mode, timer
-// state and the few CFArray/CFString calls to read them. Laid out as in CF's public headers;
+// state, version-1 sources and the few CFArray/CFString calls to read them. Laid out as in CF's public headers;
 // the symbols resolve against Swift's libFoundation.so on Linux.
 #ifndef CF_CONFORMANCE_SUPPORT_H
 #define CF_CONFORMANCE_SUPPORT_H
@@ -63,6 +63,32 @@ extern void CFRunLoopRemoveObserver(CFRunLoopRef rl, CFRunLoopObserverRef observ
                                     CFStringRef mode);
 extern void CFRunLoopObserverInvalidate(CFRunLoopObserverRef observer);
 extern Boolean CFRunLoopObserverIsValid(CFRunLoopObserverRef observer);
+
+/// A version-1 source's context (CFRunLoopSourceContext1) as CF lays it out on Linux: the port is
+/// a file descriptor (`__CFPort` is `int`), which CF adds, edge-triggered, to the epoll set of
+/// every mode the source is in; `perform` takes only `info` (no Mach message).
+typedef struct {
+    CFIndex version;  // 1
+    void *info;
+    const void *(*retain)(const void *info);
+    void (*release)(const void *info);
+    CFStringRef (*copyDescription)(const void *info);
+    Boolean (*equal)(const void *info1, const void *info2);
+    CFHashCode (*hash)(const void *info);
+    int (*getPort)(void *info);
+    void (*perform)(void *info);
+} CFRunLoopSourceContext1;
+
+/// CFRunLoopSourceCreate for a version-1 context (CF reads `version` to know which it got).
+CFRunLoopSourceRef cfc_source1_create(CFIndex order, CFRunLoopSourceContext1 *context);
+
+/// The port behind a harness version-1 source: a non-blocking eventfd (close(2) it when done),
+/// or -1 with errno set.
+int cfc_port_open(void);
+/// Makes a port readable: adds 1 to its eventfd (any thread).
+void cfc_port_make_ready(int port);
+/// Empties a port's eventfd; does nothing if it is empty already.
+void cfc_port_drain(int port);
 
 /// Copies `string` (a mode name) into `buffer` as UTF-8; returns `buffer`, or "" if it does not fit.
 const char *cfc_copy_string(CFStringRef string, char *buffer, long size);
