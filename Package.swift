@@ -19,9 +19,14 @@ let package = Package(
             path: "Sources/CLibev",
             providers: [.apt(["libev-dev"])]
         ),
+        // Linux's epoll header, which the Glibc module leaves out (RunLoopKit's DescriptorSet).
+        .systemLibrary(
+            name: "CEpoll",
+            path: "Sources/CEpoll"
+        ),
         .target(
             name: "RunLoopKit",
-            dependencies: ["CLibev"],
+            dependencies: ["CLibev", "CEpoll"],
             path: "Sources/RunLoopKit"
         ),
         // What the test targets share: a TSan-visible lock, named threads, a seeded generator.

@@ -5,12 +5,13 @@ import Glibc
 import Musl
 #endif
 
-/// Watchers for version-1 sources: an `ev_io` per file-descriptor source and an `ev_signal` per
-/// signal source. Each is identified by a token; when libev reports it during a wait, the token
-/// and the events are queued for ``EvBackend/takeReady()``. All on the loop's thread.
+/// Watchers for version-1 sources: a caller's descriptor in the loop's ``DescriptorSet`` per
+/// file-descriptor source, and an `ev_signal` per signal source. Each is identified by a token;
+/// when one reports during a wait, the token and the events are queued for
+/// ``EvBackend/takeReady()``. All on the loop's thread.
 extension EvBackend {
     enum Watcher {
-        case io(UnsafeMutablePointer<ev_io>)
+        case descriptor(fd: Int32, events: Int32)
         case signal(UnsafeMutablePointer<ev_signal>)
     }
 
@@ -21,12 +22,7 @@ extension EvBackend {
 
     /// A stopped watcher for readiness of `fd` (`events`: ``readable`` and/or ``writable``).
     func addIOWatcher(fd: Int32, events: Int32) -> Int {
-        let watcher = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
-        clibev_io_init(watcher, { loop, watcher, events in
-            guard let loop, let watcher else { return }
-            EvBackend.of(loop).noteReady(clibev_get_data(watcher), events)
-        }, fd, events)
-        return register(.io(watcher), watcher)
+        register(.descriptor(fd: fd, events: events))
     }
 
     /// A stopped watcher for the Unix signal `signal`.
@@ -34,21 +30,23 @@ extension EvBackend {
         let watcher = UnsafeMutablePointer<ev_signal>.allocate(capacity: 1)
         clibev_signal_init(watcher, { loop, watcher, events in
             guard let loop, let watcher else { return }
-            EvBackend.of(loop).noteReady(clibev_get_data(watcher), events)
+            EvBackend.of(loop).noteReady(Int(bitPattern: clibev_get_data(watcher)), events)
         }, signal)
-        return register(.signal(watcher), watcher)
+        let token = register(.signal(watcher))
+        clibev_set_data(watcher, UnsafeMutableRawPointer(bitPattern: token))
+        return token
     }
 
+    /// Starts watching. A descriptor that cannot be watched (closed behind the source's back,
+    /// say) is reported as ``failed`` instead.
     func startWatcher(_ token: Int) {
         switch watchers[token] {
-        case .io(let watcher):
-            // libev (built with assertions, as Debian's is) aborts on a watcher whose descriptor
-            // was closed behind its back; report that as an error readiness instead.
-            guard fcntl(watcher.pointee.fd, F_GETFD) != -1 else {
-                noteReady(clibev_get_data(watcher), Self.failed)
+        case .descriptor(let fd, let events):
+            guard let descriptors = descriptorSet() else {
+                noteReady(token, Self.failed)
                 return
             }
-            ev_io_start(loop, watcher)
+            for failed in descriptors.add(token: token, fd: fd, events: events) { noteReady(failed, Self.failed) }
         case .signal(let watcher): ev_signal_start(loop, watcher)
         case nil: break
         }
@@ -56,7 +54,8 @@ extension EvBackend {
 
     func stopWatcher(_ token: Int) {
         switch watchers[token] {
-        case .io(let watcher): ev_io_stop(loop, watcher)
+        case .descriptor(let fd, _):
+            for failed in descriptors?.remove(token: token, fd: fd) ?? [] { noteReady(failed, Self.failed) }
         case .signal(let watcher): ev_signal_stop(loop, watcher)
         case nil: break
         }
@@ -66,26 +65,27 @@ extension EvBackend {
         stopWatcher(token)
         ready.removeAll { $0.token == token }
         switch watchers.removeValue(forKey: token) {
-        case .io(let watcher): watcher.deallocate()
         case .signal(let watcher): watcher.deallocate()
-        case nil: break
+        case .descriptor, nil: break
         }
     }
 
-    /// Whether a watcher reported readiness not yet taken with ``takeReady()``.
-    var hasReady: Bool { !ready.isEmpty }
+    /// Whether a watcher reported readiness not yet taken with ``takeReady()``, or a watched
+    /// descriptor is always ready (see ``DescriptorSet``).
+    var hasReady: Bool { !ready.isEmpty || descriptors?.hasAlwaysReady == true }
 
-    /// The watchers that fired since the last call, in the order the kernel reported them, which
-    /// is the order their descriptors became ready. libev calls the pending watchers of one wait
-    /// last-reported first, so ``noteReady(_:_:)`` saw them reversed.
+    /// The watchers that fired since the last call. Descriptors come in the order the kernel
+    /// reported them, which is the order they became ready.
     func takeReady() -> [(token: Int, events: Int32)] {
+        if let descriptors, descriptors.hasAlwaysReady {
+            for (token, events) in descriptors.collect() { noteReady(token, events) }
+        }
         defer { ready.removeAll(keepingCapacity: true) }
-        return ready.reversed()
+        return ready
     }
 
-    private func register(_ watcher: Watcher, _ raw: UnsafeMutableRawPointer) -> Int {
+    private func register(_ watcher: Watcher) -> Int {
         nextWatcherToken += 1
-        clibev_set_data(raw, UnsafeMutableRawPointer(bitPattern: nextWatcherToken))
         watchers[nextWatcherToken] = watcher
         return nextWatcherToken
     }
@@ -94,8 +94,33 @@ extension EvBackend {
         Unmanaged<EvBackend>.fromOpaque(ev_userdata(loop)).takeUnretainedValue()
     }
 
-    func noteReady(_ data: UnsafeMutableRawPointer?, _ events: Int32) {
-        let token = Int(bitPattern: data)
+    /// The loop's descriptor set, made and watched by libev at first use; `nil` when the
+    /// process is out of descriptors.
+    private func descriptorSet() -> DescriptorSet? {
+        if let descriptors { return descriptors }
+        guard let descriptors = DescriptorSet() else { return nil }
+        let watcher = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
+        clibev_io_init(watcher, { loop, _, _ in
+            guard let loop else { return }
+            let backend = EvBackend.of(loop)
+            for (token, events) in backend.descriptors?.collect() ?? [] { backend.noteReady(token, events) }
+        }, descriptors.descriptor, Int32(EV_READ))
+        ev_io_start(loop, watcher)
+        self.descriptors = descriptors
+        descriptorsWatcher = watcher
+        return descriptors
+    }
+
+    /// Stops watching the descriptor set and closes it (teardown).
+    func closeDescriptorSet() {
+        guard let watcher = descriptorsWatcher else { return }
+        ev_io_stop(loop, watcher)
+        watcher.deallocate()
+        descriptorsWatcher = nil
+        descriptors = nil
+    }
+
+    func noteReady(_ token: Int, _ events: Int32) {
         if let index = ready.firstIndex(where: { $0.token == token }) {
             ready[index].events |= events
         } else {

@@ -25,7 +25,8 @@ struct WakeReasons: OptionSet, Sendable {
 /// eventfd behind the `ev_async` used by ``wakeUp()``, and one `timerfd` that holds the deadline
 /// (the running mode's next timer or the run's timeout, whichever is first). A timerfd instead of
 /// an `ev_timer` because libev's epoll backend rounds its timeouts up to whole milliseconds;
-/// the timerfd fires to the microsecond and can be re-armed from any thread.
+/// the timerfd fires to the microsecond and can be re-armed from any thread. A loop that watches
+/// callers' descriptors has a fourth: the epoll set of its ``DescriptorSet``.
 ///
 /// Thread rules: ``wait(until:poll:)`` and ``destroy()`` run on the loop's thread only;
 /// ``wakeUp()`` and ``setDeadline(_:)`` may be called from any thread, but the caller serialises
@@ -41,6 +42,9 @@ final class EvBackend {
     /// Watchers of version-1 sources, by token (see EvBackend+Watchers.swift).
     var watchers: [Int: Watcher] = [:]
     var nextWatcherToken = 0
+    /// Callers' descriptors, watched in a set of the loop's own (made at first use).
+    var descriptors: DescriptorSet?
+    var descriptorsWatcher: UnsafeMutablePointer<ev_io>?
     /// The main loop's watcher of libdispatch's main-queue eventfd (see EvBackend+MainQueue.swift).
     var mainQueueWatcher: UnsafeMutablePointer<ev_io>?
     /// Tokens whose watchers fired during the last wait, with what fired.
@@ -127,6 +131,7 @@ final class EvBackend {
         guard !destroyed else { return }
         destroyed = true
         for token in Array(watchers.keys) { removeWatcher(token) }
+        closeDescriptorSet()
         if let mainQueueWatcher {
             ev_io_stop(loop, mainQueueWatcher)
             mainQueueWatcher.deallocate()

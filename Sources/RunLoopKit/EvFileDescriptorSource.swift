@@ -8,9 +8,11 @@ import Musl
 ///
 /// The descriptor is watched only while one of the source's modes runs (R37); the handler runs
 /// on the loop's thread with what fired. The source does not own the descriptor: close it after
-/// removing or invalidating the source. Closing it while watched is survivable: the handler is
-/// called once with ``Readiness/error`` and the source invalidates itself, so the loop never
-/// spins on a dead descriptor.
+/// removing or invalidating the source. Closing it while watched, from any thread, is
+/// survivable: when the loop next starts watching it, or when the file it named becomes ready,
+/// the handler is called once with ``Readiness/error`` and the source invalidates itself, so
+/// the loop never spins on a dead descriptor, and a new source on the reused number watches
+/// the new file. A regular file, which epoll cannot watch, is always ready.
 public final class EvFileDescriptorSource: EvVersion1Source {
     /// What a descriptor is ready for.
     public struct Readiness: OptionSet, Sendable, Hashable {

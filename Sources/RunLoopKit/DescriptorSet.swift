@@ -1,0 +1,167 @@
+import CEpoll
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The loop's own epoll set for callers' file descriptors; libev watches only this set's
+/// descriptor, never a caller's.
+///
+/// Why not an `ev_io` per caller descriptor: libev tells the kernel about a watcher only at its
+/// next `ev_run`, and Debian's libev, built with assertions, aborts when that descriptor was
+/// closed in between ("libev: I/O watcher with invalid fd found in epoll_ctl"). A caller may
+/// close a descriptor at any moment, from any thread, and the number may be reused at once.
+/// Here every `epoll_ctl` is made at once and its failure is an answer: the descriptor's watchers
+/// are reported failed and leave the set.
+///
+/// Entries are one-shot and re-armed after each report. An entry the kernel keeps after its
+/// number was closed (the file still open elsewhere, a `dup` or a child) can then report once at
+/// most, instead of waking the loop for ever; its generation, kept in the event's data, tells
+/// such a report from one of a live entry. A descriptor epoll refuses (`EPERM`: a regular file)
+/// is ready at once for all it is watched for, as `poll` would say.
+///
+/// Readiness bits are ``EvBackend/readable``, ``EvBackend/writable`` and ``EvBackend/failed``.
+/// Loop thread only.
+final class DescriptorSet {
+    /// The epoll descriptor that libev watches for readability.
+    let descriptor: Int32
+    private var entries: [Int32: Entry] = [:]
+    private var lastGeneration: UInt32 = 0
+    private var alwaysReadyCount = 0
+    private var eventBuffer = [epoll_event](repeating: epoll_event(), count: 256)
+
+    private struct Entry {
+        /// The watchers of this descriptor: token and the readiness each wants.
+        var watchers: [(token: Int, events: Int32)]
+        var generation: UInt32
+        /// `EPERM` from epoll: not in the kernel set, ready at once.
+        var alwaysReady = false
+
+        var kernelMask: UInt32 {
+            let wanted = watchers.reduce(0) { $0 | $1.events }
+            var mask = EPOLLONESHOT.rawValue
+            if wanted & EvBackend.readable != 0 { mask |= EPOLLIN.rawValue }
+            if wanted & EvBackend.writable != 0 { mask |= EPOLLOUT.rawValue }
+            return mask
+        }
+    }
+
+    /// A new, empty set; `nil` when the process has no descriptor left (errno says why).
+    init?() {
+        descriptor = epoll_create1(Int32(EPOLL_CLOEXEC))
+        if descriptor < 0 { return nil }
+    }
+
+    deinit { close(descriptor) }
+
+    /// Whether some watched descriptor is always ready (see the type's comment): the loop must
+    /// not sleep, and ``collect()`` reports it every time.
+    var hasAlwaysReady: Bool { alwaysReadyCount > 0 }
+
+    /// Watches `fd` for `events` on behalf of `token`. Returns the tokens that failed, each to be
+    /// reported with ``EvBackend/failed``: `token` when `fd` cannot be watched (closed, say), and
+    /// the other watchers of `fd` when their file turns out closed behind their backs.
+    func add(token: Int, fd: Int32, events: Int32) -> [Int] {
+        var failed: [Int] = []
+        if var entry = entries[fd] {
+            entry.watchers.append((token, events))
+            if entry.alwaysReady {
+                entries[fd] = entry
+                return []
+            }
+            failed = install(entry, for: fd, adding: false)
+            // The others watch a file since closed; `fd` now names another one: watch that alone.
+            if failed.isEmpty || errno != ENOENT { return failed }
+            failed.removeAll { $0 == token }
+        }
+        lastGeneration &+= 1
+        return failed + install(Entry(watchers: [(token, events)], generation: lastGeneration), for: fd, adding: true)
+    }
+
+    /// Stops watching for `token`. Returns the other watchers of `fd` if re-arming them showed
+    /// their descriptor closed. When `token` was the last watcher, errors are ignored: a closed
+    /// descriptor has left the kernel set already (or lingers one-shot, see the type's comment).
+    func remove(token: Int, fd: Int32) -> [Int] {
+        guard var entry = entries[fd], let index = entry.watchers.firstIndex(where: { $0.token == token }) else { return [] }
+        entry.watchers.remove(at: index)
+        if !entry.watchers.isEmpty {
+            if entry.alwaysReady {
+                entries[fd] = entry
+                return []
+            }
+            return install(entry, for: fd, adding: false)
+        }
+        entries.removeValue(forKey: fd)
+        if entry.alwaysReady {
+            alwaysReadyCount -= 1
+        } else {
+            var unused = epoll_event()
+            _ = epoll_ctl(descriptor, EPOLL_CTL_DEL, fd, &unused)
+        }
+        return []
+    }
+
+    /// What is ready now, without waiting, in the order the kernel reports it (the order the
+    /// descriptors became ready), then the always-ready ones. Re-arms each reported entry. One
+    /// batch at most: an entry re-armed while still ready is reported again by the next call,
+    /// and the set's descriptor stays readable while more wait.
+    func collect() -> [(token: Int, events: Int32)] {
+        var fired: [(token: Int, events: Int32)] = []
+        let count = Int(epoll_wait(descriptor, &eventBuffer, Int32(eventBuffer.count), 0))
+        for index in 0..<max(count, 0) { report(eventBuffer[index], into: &fired) }
+        if alwaysReadyCount > 0 {
+            for entry in entries.values where entry.alwaysReady {
+                fired += entry.watchers
+            }
+        }
+        return fired
+    }
+
+    private func report(_ event: epoll_event, into fired: inout [(token: Int, events: Int32)]) {
+        let fd = Int32(truncatingIfNeeded: event.data.u64)
+        guard let entry = entries[fd], entry.generation == UInt32(truncatingIfNeeded: event.data.u64 >> 32) else {
+            return  // a lingering entry of a closed descriptor: one-shot, so never again
+        }
+        let bits = event.events
+        let broken = bits & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
+        let readiness = (broken || bits & EPOLLIN.rawValue != 0 ? EvBackend.readable : 0)
+            | (broken || bits & EPOLLOUT.rawValue != 0 ? EvBackend.writable : 0)
+        for watcher in entry.watchers where watcher.events & readiness != 0 {
+            fired.append((watcher.token, watcher.events & readiness))
+        }
+        for token in install(entry, for: fd, adding: false) {
+            fired.append((token, EvBackend.failed))
+        }
+    }
+
+    /// Puts `entry` into the kernel set (`EPOLL_CTL_ADD`) or re-arms it with its current mask
+    /// (`EPOLL_CTL_MOD`). Returns the tokens of a dead entry (its descriptor closed), which is
+    /// dropped; `errno` then says why.
+    private func install(_ entry: Entry, for fd: Int32, adding: Bool) -> [Int] {
+        var entry = entry
+        var event = epoll_event()
+        event.events = entry.kernelMask
+        event.data.u64 = UInt64(UInt32(bitPattern: fd)) | UInt64(entry.generation) << 32
+        var result = epoll_ctl(descriptor, adding ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event)
+        if result != 0 && adding && errno == EEXIST {
+            // The kernel kept an entry for this very file, added under a number since closed
+            // (see the type's comment): take it over.
+            result = epoll_ctl(descriptor, EPOLL_CTL_MOD, fd, &event)
+        }
+        if result == 0 {
+            entries[fd] = entry
+            return []
+        }
+        if errno == EPERM && adding {
+            entry.alwaysReady = true
+            entries[fd] = entry
+            alwaysReadyCount += 1
+            return []
+        }
+        let error = errno
+        entries.removeValue(forKey: fd)
+        errno = error
+        return entry.watchers.map(\.token)
+    }
+}

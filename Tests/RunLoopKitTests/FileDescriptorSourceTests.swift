@@ -1,0 +1,241 @@
+import Foundation
+import RunLoopKit
+import Testing
+import TestSupport
+
+/// A descriptor number no other test is handed while a test here has it closed behind a
+/// source's back. The kernel hands out the lowest free number, and the suite never holds
+/// anywhere near this many at once, so a number just under the limit (at most 4,096) stays
+/// free unless taken on purpose with `dup2`. Each test uses its own `index`.
+private func reservedDescriptorNumber(_ index: Int32) -> Int32 {
+    var limit = rlimit()
+    getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+    return Int32(min(limit.rlim_cur, 4_096)) - 1 - index
+}
+
+@Suite struct FileDescriptorSourceTests {
+    /// A pipe whose ends are closed when the test is done.
+    private struct Pipe: Sendable {
+        let readEnd: Int32
+        let writeEnd: Int32
+        init() {
+            var fds: [Int32] = [0, 0]
+            precondition(pipe(&fds) == 0)
+            (readEnd, writeEnd) = (fds[0], fds[1])
+        }
+        /// A pipe whose read end is descriptor `number` (see ``reservedDescriptorNumber(_:)``).
+        init(readEndAt number: Int32) {
+            let pipe = Pipe()
+            precondition(dup2(pipe.readEnd, number) == number)
+            Foundation.close(pipe.readEnd)
+            (readEnd, writeEnd) = (number, pipe.writeEnd)
+        }
+        func write(_ byte: UInt8 = 1) { var byte = byte; precondition(Foundation.write(writeEnd, &byte, 1) == 1) }
+        func drain() { var buffer = [UInt8](repeating: 0, count: 64); _ = read(readEnd, &buffer, 64) }
+        func close() { Foundation.close(readEnd); Foundation.close(writeEnd) }
+    }
+
+    @Test func R37_readinessWaitsUntilTheSourcesModeRuns() throws {
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let events = EventLog<String>()
+        let source = try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { readiness in
+            events.append(readiness.contains(.readable) ? "readable" : "other")
+            pipe.drain()
+        }
+        let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
+            let tracking = EvRunLoop.Mode("tracking")
+            loop.add(source, forMode: .default)
+            loop.add(keepAliveTimer(), forMode: tracking)
+            pipe.write()
+            // The fd is ready, but its mode is not running: nothing is handled (R37).
+            let inTracking = loop.run(mode: tracking, timeout: .zero)
+            let countInTracking = events.count
+            let inDefault = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            return [inTracking, countInTracking == 0 ? .finished : .stopped, inDefault]
+        }
+        #expect(results == [.timedOut, .finished, .handledSource])
+        #expect(events.all == ["readable"])
+    }
+
+    @Test func R37_removedSourceIsNotWatched() throws {
+        let pipe = Pipe()
+        defer { pipe.close() }
+        let events = EventLog<Int>()
+        let source = try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { _ in events.append(1) }
+        let result = onLoopThread { loop -> EvRunLoop.RunResult in
+            loop.add(source, forMode: .default)
+            loop.add(keepAliveTimer(), forMode: .default)
+            loop.remove(source, forMode: .default)
+            pipe.write()
+            return loop.run(mode: .default, timeout: .zero)
+        }
+        #expect(result == .timedOut)
+        #expect(events.count == 0)
+    }
+
+    @Test func endOfFileIsReadableAndInvalidationStopsWatchingAtOnce() throws {
+        var pipeEnds: [Int32] = [0, 0]
+        #expect(pipe(&pipeEnds) == 0)
+        let fds = pipeEnds
+        let events = EventLog<EvFileDescriptorSource.Readiness>()
+        let source = try EvFileDescriptorSource(fileDescriptor: fds[0], events: .readable) { events.append($0) }
+        let result = onLoopThread { loop -> EvRunLoop.RunResult in
+            loop.add(source, forMode: .default)
+            // The write end closing makes the read end readable (EOF): handled once. Invalidated,
+            // the source leaves its mode at once, so the mode is empty and nothing more is called.
+            close(fds[1])
+            _ = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            source.invalidate()
+            close(fds[0])
+            return loop.run(mode: .default, timeout: .zero)
+        }
+        #expect(result == .finished)
+        #expect(events.count == 1)
+        #expect(!source.isValid)
+    }
+
+    @Test func descriptorClosedWhileWatchedIsReportedOnceAsAnErrorAndTheSourceLeaves() throws {
+        let pipe = Pipe(readEndAt: reservedDescriptorNumber(0))
+        defer { close(pipe.writeEnd) }
+        let events = EventLog<EvFileDescriptorSource.Readiness>()
+        let source = try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { events.append($0) }
+        let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
+            let other = EvRunLoop.Mode("other")
+            loop.add(source, forMode: .default)
+            loop.add(keepAliveTimer(), forMode: other)
+            _ = loop.run(mode: .default, timeout: .zero)  // the descriptor is now watched
+            close(pipe.readEnd)  // closed behind the watcher's back
+            _ = loop.run(mode: other, timeout: .zero)  // the watcher stops ...
+            // ... and restarts on a dead descriptor: the handler sees an error once, the source
+            // invalidates itself and the mode, now empty, finishes.
+            let first = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            let second = loop.run(mode: .default, timeout: .zero)
+            return [first, second]
+        }
+        #expect(results == [.handledSource, .finished])
+        #expect(events.all == [.error])
+        #expect(!source.isValid)
+    }
+
+    /// Closed while watched, with its file kept open by a duplicate: the kernel keeps watching
+    /// the file, and its readiness comes once, with the error of the number now closed — not at
+    /// every iteration for ever.
+    @Test func descriptorClosedWhileItsFileStaysOpenElsewhereIsReportedOnceNotForever() throws {
+        let pipe = Pipe(readEndAt: reservedDescriptorNumber(1))
+        let keeper = dup(pipe.readEnd)
+        defer { close(keeper); close(pipe.writeEnd) }
+        let events = EventLog<EvFileDescriptorSource.Readiness>()
+        let source = try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { events.append($0) }
+        let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
+            loop.add(source, forMode: .default)
+            _ = loop.run(mode: .default, timeout: .zero)  // the descriptor is now watched
+            close(pipe.readEnd)
+            pipe.write()  // the file, still open through `keeper`, becomes readable
+            let first = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            let second = loop.run(mode: .default, timeout: .zero)
+            return [first, second]
+        }
+        #expect(results == [.handledSource, .finished])
+        #expect(events.all == [[.readable, .error]])
+        #expect(!source.isValid)
+    }
+
+    /// A descriptor number closed behind one source and reused for a new file watched by another
+    /// source in the same loop: the first source learns its file is gone, the second watches
+    /// the new file.
+    @Test func numberReusedForANewFileFailsTheOldSourceAndServesTheNewOne() throws {
+        let number = reservedDescriptorNumber(2)
+        let first = Pipe(readEndAt: number)
+        defer { close(first.writeEnd) }
+        let events = EventLog<String>()
+        let old = try EvFileDescriptorSource(fileDescriptor: number, events: .readable) { events.append("old \($0)") }
+        let second = Box<Pipe?>(nil)
+        let newSource = Box<EvFileDescriptorSource?>(nil)
+        let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
+            loop.add(old, forMode: .default)
+            _ = loop.run(mode: .default, timeout: .zero)  // `number` is now watched for `old`
+            close(number)
+            let pipe = Pipe(readEndAt: number)
+            second.set(pipe)
+            let new = try! EvFileDescriptorSource(fileDescriptor: number, events: .readable) { readiness in
+                events.append("new \(readiness)")
+                pipe.drain()
+            }
+            newSource.set(new)
+            loop.add(new, forMode: .default)
+            pipe.write()
+            let handled = (0..<2).map { _ in loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true) }
+            new.invalidate()
+            return handled + [loop.run(mode: .default, timeout: .zero)]
+        }
+        defer { second.get?.close() }
+        #expect(results == [.handledSource, .handledSource, .finished])
+        let readable = EvFileDescriptorSource.Readiness.readable, error = EvFileDescriptorSource.Readiness.error
+        #expect(Set(events.all) == ["old \(error)", "new \(readable)"])
+        #expect(!old.isValid)
+    }
+
+    /// A descriptor epoll cannot watch (a regular file) is ready at once, at every iteration, as
+    /// `poll` says: the loop does not sleep on it.
+    @Test func regularFileIsReadyAtOnceEveryIteration() throws {
+        var template = Array("/tmp/runloopkit-regular-XXXXXX".utf8CString)
+        let fd = mkstemp(&template)
+        try #require(fd >= 0)
+        unlink(template)
+        defer { close(fd) }
+        let events = EventLog<EvFileDescriptorSource.Readiness>()
+        let source = try EvFileDescriptorSource(fileDescriptor: fd, events: [.readable, .writable]) { events.append($0) }
+        let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
+            loop.add(source, forMode: .default)
+            let handled = (0..<2).map { _ in loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true) }
+            source.invalidate()
+            return handled + [loop.run(mode: .default, timeout: .zero)]
+        }
+        #expect(results == [.handledSource, .handledSource, .finished])
+        #expect(events.all == [[.readable, .writable], [.readable, .writable]])
+    }
+
+    /// Two sources on one descriptor, one for reading and one for writing: each sees only what it
+    /// watches, and removing one leaves the other watched.
+    @Test func twoSourcesOnOneDescriptorEachSeeWhatTheyWatch() throws {
+        var ends: [Int32] = [0, 0]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends) == 0)
+        let (near, far) = (ends[0], ends[1])
+        defer { close(near); close(far) }
+        let events = EventLog<String>()
+        let reader = try EvFileDescriptorSource(fileDescriptor: near, events: .readable) { _ in
+            events.append("reader")
+            var buffer = [UInt8](repeating: 0, count: 16)
+            _ = read(near, &buffer, 16)
+        }
+        let writer = try EvFileDescriptorSource(fileDescriptor: near, events: .writable) { readiness in
+            events.append(readiness == .writable ? "writer" : "writer saw \(readiness)")
+        }
+        let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
+            loop.add(reader, forMode: .default)
+            loop.add(writer, forMode: .default)
+            // A connected socket with nothing to read: writable only.
+            let first = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            loop.remove(writer, forMode: .default)
+            let idle = loop.run(mode: .default, timeout: .zero)
+            var byte: UInt8 = 7
+            _ = write(far, &byte, 1)
+            let second = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            reader.invalidate()
+            return [first, idle, second]
+        }
+        #expect(results == [.handledSource, .timedOut, .handledSource])
+        #expect(events.all == ["writer", "reader"])
+    }
+
+    @Test func badDescriptorsThrow() {
+        #expect(throws: EvSourceError.badFileDescriptor(-1)) {
+            try EvFileDescriptorSource(fileDescriptor: -1, events: .readable) { _ in }
+        }
+        #expect(throws: EvSourceError.badFileDescriptor(9_999)) {
+            try EvFileDescriptorSource(fileDescriptor: 9_999, events: .readable) { _ in }
+        }
+    }
+}
+
