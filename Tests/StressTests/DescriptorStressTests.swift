@@ -57,6 +57,7 @@ extension StressTests {
                     close(ends[0])
                     close(ends[1])
                     source.invalidate()
+                    holder.withLock { $0 = nil }  // the handler holds `holder`: break the cycle
                 }
                 heart.stop()
             }
