@@ -58,12 +58,17 @@ enum HelpText {
 
         scaling: timer add and cancel cost as the number of timers grows. On the \
         loop's own thread, add N timers with random fire dates 1–2 h ahead (none \
-        fires), then cancel (invalidate) them in random order; small N are repeated \
-        to 100,000 operations; median of rounds. CF is measured up to \
-        --cf-scaling-max only (its sorted timer array makes each operation O(N)).
-          scaling.add.<N>      ns per add at N = 1e3 … 1e6
-          scaling.cancel.<N>   ns per cancel at N = 1e3 … 1e6
-          scaling.*.growth     cost at the largest N ÷ cost at the smallest
+        fires), then cancel (invalidate) them in the order they were added; then \
+        the same again, cancelling in random order, where each cancel touches a \
+        timer no cache holds. Small N are repeated to 100,000 operations; median of \
+        rounds. CF is measured up to --cf-scaling-max only (its sorted timer array \
+        makes each operation O(N)).
+          scaling.add.<N>             ns per add at N = 1e3 … 1e6
+          scaling.cancel.<N>          ns per cancel, in add order
+          scaling.cancelShuffled.<N>  ns per cancel, in random order
+          scaling.visit.<N>           ns to read each timer once after the random-order \
+                                      cancels, in that order: the memory floor
+          scaling.*.growth            cost at the largest N ÷ cost at the smallest
 
         modes: mode switching. With N timers and N sources in the default (outer) \
         mode, a default-mode callout runs the loop --mode-switches times in another \
