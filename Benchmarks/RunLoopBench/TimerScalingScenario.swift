@@ -3,9 +3,9 @@
 /// "add then cancel"), and in a second pass in random order, the worst case for memory, where
 /// each cancel touches a timer no cache holds. ns per add and per cancel at each N, and where a
 /// backend can, ns per visit: one read of each timer after the random-order cancels, in the
-/// same order, the memory floor under any cancel. Small N are repeated so each point covers at least `minOperations` adds;
-/// each point is the median of `rounds` measurements, except that a backend whose one
-/// measurement takes over two seconds is measured once at that N. CF keeps timers in a sorted
+/// same order, the memory floor under any cancel. Small N are repeated so each point covers at
+/// least `minOperations` adds; each point is the median of `rounds` measurements, except that a
+/// backend whose two passes take over four seconds is measured once at that N. CF keeps timers in a sorted
 /// array (O(n) per add and cancel), so it is measured only up to `cfMaxCount`.
 struct TimerScalingScenario {
     var counts: [Int]
