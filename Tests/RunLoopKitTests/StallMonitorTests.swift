@@ -96,14 +96,16 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
         #expect(reports.all.first?.mode == tracking)
     }
 
-    @Test func theReportCarriesABacktraceOfTheStalledThread() throws {
+    /// Stalls a loop's thread once, in a block, until the monitor (backtraces in `style`) has
+    /// reported it; returns the first report and the stopped monitor.
+    private func stallOnce(backtraces style: EvStallMonitor.BacktraceStyle) throws -> (report: EvStallMonitor.Report?, monitor: EvStallMonitor) {
         let reports = EventLog<EvStallMonitor.Report>()
         let reported = Latch()
         let (loop, finished) = startLoopThread { loop in
             loop.add(keepAliveTimer(), forMode: .default)
             loop.run(mode: .default, timeout: .seconds(30))
         }
-        let monitor = EvStallMonitor(loop: loop, configuration: quickConfiguration(.symbolicated)) { report in
+        let monitor = EvStallMonitor(loop: loop, configuration: quickConfiguration(style)) { report in
             reports.append(report)
             reported.open()
         }
@@ -114,7 +116,12 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
         }
         #expect(finished.wait())
         monitor.stop()
-        let report = try #require(reports.all.first)
+        return (reports.all.first, monitor)
+    }
+
+    @Test func theReportCarriesABacktraceOfTheStalledThread() throws {
+        let (first, monitor) = try stallOnce(backtraces: .symbolicated)
+        let report = try #require(first)
         let backtrace = try #require(report.backtrace, "\(report.backtraceUnavailableReason ?? "")")
         let symbols = backtrace.frames.compactMap(\.symbol)
         #expect(symbols.contains { $0.contains("stallUntilReported") }, "\(backtrace)")
@@ -122,24 +129,7 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
     }
 
     @Test func addressOnlyBacktracesNameImagesButNoSymbols() throws {
-        let reports = EventLog<EvStallMonitor.Report>()
-        let reported = Latch()
-        let (loop, finished) = startLoopThread { loop in
-            loop.add(keepAliveTimer(), forMode: .default)
-            loop.run(mode: .default, timeout: .seconds(30))
-        }
-        let monitor = EvStallMonitor(loop: loop, configuration: quickConfiguration(.addresses)) { report in
-            reports.append(report)
-            reported.open()
-        }
-        try monitor.start()
-        try loop.perform(inModes: [.default], waitUntilDone: false) {
-            stallUntilReported(reported)
-            EvRunLoop.current.stop()
-        }
-        #expect(finished.wait())
-        monitor.stop()
-        let backtrace = try #require(reports.all.first?.backtrace)
+        let backtrace = try #require(try stallOnce(backtraces: .addresses).report?.backtrace)
         #expect(backtrace.frames.count > 1)
         #expect(backtrace.frames.allSatisfy { $0.symbol == nil })
         #expect(backtrace.frames.contains { $0.image?.contains("RunLoopKitPackageTests") == true })
