@@ -102,17 +102,22 @@ import Testing
 
     // MARK: R59
 
-    @Test func R59_timerIsNotFiredAgainWhileItsOwnCalloutRuns() {
-        let outcome = onLoopThread { loop -> (log: [String], nested: EvRunLoop.RunResult?, outer: EvRunLoop.RunResult) in
+    /// A repeating timer, due now, whose first callout runs the loop nested until a second timer
+    /// (`endAfter`) stops it, after `first(timer)`; its second callout stops the outer run. R59
+    /// holds if the timer's second callout comes only after its first one ended.
+    private static func timerNestingARunInItsFirstCallout(
+        interval: Duration, endAfter: Duration, first: @escaping @Sendable (EvTimer) -> Void = { _ in }
+    ) -> (log: [String], nested: EvRunLoop.RunResult?, outer: EvRunLoop.RunResult) {
+        onLoopThread { loop in
             let log = EventLog<String>()
             let calls = Box(0)
             let nested = Box<EvRunLoop.RunResult?>(nil)
-            // Due now and every 2 ms: the nested run lasts several intervals (until `end` fires).
-            let timer = EvTimer(fireAt: .now - .milliseconds(1), interval: .milliseconds(2)) { _ in
+            let timer = EvTimer(fireAt: .now - .milliseconds(1), interval: interval) { timer in
                 let call = calls.update { $0 += 1; return $0 }
                 log.append("timer \(call) begin")
                 if call == 1 {
-                    let end = EvTimer(after: .milliseconds(20)) { _ in
+                    first(timer)
+                    let end = EvTimer(after: endAfter) { _ in
                         log.append("end of nested run")
                         loop.stop()
                     }
@@ -128,37 +133,21 @@ import Testing
             timer.invalidate()
             return (log.all, nested.get, outer)
         }
+    }
+
+    @Test func R59_timerIsNotFiredAgainWhileItsOwnCalloutRuns() {
+        // Due every 2 ms: the nested run lasts several intervals (until `end` fires).
+        let outcome = Self.timerNestingARunInItsFirstCallout(interval: .milliseconds(2), endAfter: .milliseconds(20))
         #expect(outcome.log == ["timer 1 begin", "end of nested run", "timer 1 end", "timer 2 begin", "timer 2 end"])
         #expect(outcome.nested == .stopped)
         #expect(outcome.outer == .stopped)
     }
 
     @Test func R59_timerDueAgainDuringItsOwnCalloutIsNotFiredByANestedRun() {
-        let outcome = onLoopThread { loop -> (log: [String], nested: EvRunLoop.RunResult?, outer: EvRunLoop.RunResult) in
-            let log = EventLog<String>()
-            let calls = Box(0)
-            let nested = Box<EvRunLoop.RunResult?>(nil)
-            let timer = EvTimer(fireAt: .now - .milliseconds(1), interval: .seconds(3600)) { timer in
-                let call = calls.update { $0 += 1; return $0 }
-                log.append("timer \(call) begin")
-                if call == 1 {
-                    // Later than the date being fired, so kept (R44) — and already due during the nested run.
-                    timer.fireDate = .now
-                    let end = EvTimer(after: .milliseconds(5)) { _ in
-                        log.append("end of nested run")
-                        loop.stop()
-                    }
-                    loop.add(end, forMode: .default)
-                    nested.set(loop.run(mode: .default, timeout: .seconds(30)))
-                } else {
-                    loop.stop()
-                }
-                log.append("timer \(call) end")
-            }
-            loop.add(timer, forMode: .default)
-            let outer = loop.run(mode: .default, timeout: .seconds(30))
-            timer.invalidate()
-            return (log.all, nested.get, outer)
+        // Re-dated to now, later than the date being fired, so kept (R44) — and already due
+        // during the nested run.
+        let outcome = Self.timerNestingARunInItsFirstCallout(interval: .seconds(3600), endAfter: .milliseconds(5)) { timer in
+            timer.fireDate = .now
         }
         #expect(outcome.log == ["timer 1 begin", "end of nested run", "timer 1 end", "timer 2 begin", "timer 2 end"])
         #expect(outcome.nested == .stopped)
