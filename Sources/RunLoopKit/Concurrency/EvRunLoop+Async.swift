@@ -26,16 +26,25 @@ extension EvRunLoop {
     ///
     /// The timer is added to `modes` at once and fires on the loop's thread; the sequence keeps
     /// only the newest tick while nobody awaits (a slow consumer skips ticks, as a display link
-    /// would). Ending the iteration (or dropping the sequence) invalidates the timer.
+    /// would). Ending the iteration (or dropping the sequence) invalidates the timer. The
+    /// sequence ends when the loop's thread exits (R4) — at once if it already has — as
+    /// ``waitUntilStopped()`` returns then.
     ///
     /// - Precondition: `interval` is greater than zero.
     public func ticks(every interval: Duration, tolerance: Duration = .zero, inModes modes: [Mode] = [.common]) -> AsyncStream<ContinuousClock.Instant> {
         require(interval > .zero, "EvRunLoop.ticks(every:tolerance:inModes:): interval must be greater than zero (got \(interval))")
         let (stream, continuation) = AsyncStream<ContinuousClock.Instant>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        guard let exitHook = addExitHook({ continuation.finish() }) else {
+            continuation.finish()
+            return stream
+        }
         let timer = EvTimer(after: interval, interval: interval, tolerance: tolerance) { timer in
             continuation.yield(timer.fireDate)
         }
-        continuation.onTermination = { _ in timer.invalidate() }
+        continuation.onTermination = { _ in
+            timer.invalidate()
+            self.removeExitHook(exitHook)
+        }
         for mode in modes { add(timer, forMode: mode) }
         wakeUp()
         return stream

@@ -44,10 +44,11 @@ extension EvRunLoop {
                 observerState.loop = nil
             }
         }
-        let stopWaiters = state.stopWaiters
+        let (stopWaiters, exitHooks) = (state.stopWaiters, state.exitHooks)
         state = LoopState()
         state.isDead = true
         state.stopWaiters = stopWaiters  // resumed once teardown is complete
+        state.exitHooks = exitHooks  // run then too
         return cancelled
     }
 }

@@ -140,6 +140,7 @@ public final class EvRunLoop: Sendable {
         for (source, modes) in cancelled {
             for mode in modes { Callout.sourceCancel(source, self, mode) }
         }
+        runExitHooks()
     }
 
     /// Stops with a message naming `call` unless the calling thread owns this loop (R5).

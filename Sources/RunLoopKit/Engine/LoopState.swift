@@ -31,6 +31,8 @@ struct LoopState {
     var sequence: UInt64 = 0
     /// Tasks waiting in ``EvRunLoop/waitUntilStopped()``.
     var stopWaiters: [CheckedContinuation<Void, Never>] = []
+    /// What to do when the owning thread exits (see ``EvRunLoop/addExitHook(_:)``).
+    var exitHooks = EvRunLoop.ExitHooks()
     /// How early to arm timer deadlines (see ``WakeLead``).
     var wakeLead = WakeLead()
     /// True while the main loop drains libdispatch's main queue (R60).

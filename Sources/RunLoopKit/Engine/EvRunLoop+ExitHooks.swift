@@ -1,0 +1,61 @@
+/// Work that must happen when a loop's thread exits (R4): finishing what waits on the loop — an
+/// async stream of its ticks, a caller awaiting a block — so that nothing waits for ever on a
+/// loop that is gone.
+///
+/// A hook runs once, on the exiting thread, after the loop's items have been detached and its
+/// pending blocks dropped, with no lock held. Registering on a loop whose thread has already
+/// exited fails, so the caller handles that case itself, at once.
+extension EvRunLoop {
+    /// Identifies a registered exit hook, for ``removeExitHook(_:)``.
+    struct ExitHookID: Hashable, Sendable {
+        fileprivate let value: UInt64
+    }
+
+    /// The hooks waiting for the loop's thread to exit, guarded by the loop's lock.
+    struct ExitHooks {
+        private var hooks: [UInt64: @Sendable () -> Void] = [:]
+        private var nextID: UInt64 = 0
+
+        fileprivate mutating func add(_ hook: @escaping @Sendable () -> Void) -> ExitHookID {
+            defer { nextID += 1 }
+            hooks[nextID] = hook
+            return ExitHookID(value: nextID)
+        }
+
+        fileprivate mutating func remove(_ id: ExitHookID) -> (@Sendable () -> Void)? {
+            hooks.removeValue(forKey: id.value)
+        }
+
+        /// Every hook, in registration order, leaving none.
+        fileprivate mutating func takeAll() -> [@Sendable () -> Void] {
+            defer { hooks = [:] }
+            return hooks.sorted { $0.key < $1.key }.map(\.value)
+        }
+    }
+
+    /// Registers `hook` to run once when this loop's thread exits. Safe from any thread.
+    ///
+    /// - Returns: the hook's id, or `nil` when the thread has already exited (the hook is then
+    ///   not kept and never runs).
+    func addExitHook(_ hook: @escaping @Sendable () -> Void) -> ExitHookID? {
+        state.withLock { state in
+            guard !state.isDead else { return nil }
+            return state.exitHooks.add(hook)
+        }
+    }
+
+    /// Forgets a hook that is no longer needed (its work finished another way). Safe from any
+    /// thread; does nothing if the hook already ran or was removed.
+    func removeExitHook(_ id: ExitHookID) {
+        // Released outside the lock: a hook's captures may run deinits that use the loop.
+        let removed = state.withLock { $0.exitHooks.remove(id) }
+        withExtendedLifetime(removed) {}
+    }
+
+    /// Runs every registered hook (teardown, on the exiting thread, after ``LoopState/isDead``
+    /// was set, so no hook can be added any more).
+    func runExitHooks() {
+        let hooks = state.withLock { $0.exitHooks.takeAll() }
+        for hook in hooks { hook() }
+    }
+}
