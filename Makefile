@@ -36,17 +36,21 @@ soak: deps
 	RUNLOOPKIT_STRESS_SECONDS=$(SOAK_SECONDS) $(SWIFT) test --skip-build --filter StressTests
 	RUNLOOPKIT_CONFORMANCE_SEEDS=$(SOAK_SEEDS) $(SWIFT) test --skip-build --filter RandomConformanceTests
 
+## The benchmark is the nested package Benchmarks/ (its own .build there), so that its
+## dependencies never reach an application that depends on RunLoopKit.
+BENCH := $(SWIFT) run --package-path Benchmarks -c release runloop-bench
+
 ## make bench: the standard benchmark set, one table (RunLoopKit vs raw libev vs CFRunLoop).
 bench: deps
-	$(SWIFT) run -c release runloop-bench
+	$(BENCH)
 
 ## make gate: the CI performance gate (ratios against limits in Benchmarks/gate.json).
 gate: deps
-	$(SWIFT) run -c release runloop-bench gate
+	$(BENCH) gate
 
 ## make readme-performance: rerun the benchmark and rewrite the README's performance section.
 readme-performance: deps
 	Benchmarks/update-readme.sh
 
 clean:
-	rm -rf .build
+	rm -rf .build Benchmarks/.build

@@ -5,15 +5,12 @@ let package = Package(
     name: "RunLoopKit",
     products: [
         .library(name: "RunLoopKit", targets: ["RunLoopKit"]),
-        .executable(name: "runloop-bench", targets: ["RunLoopBench"]),
     ],
-    dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
-    ],
+    // No package dependencies: an application that depends on RunLoopKit fetches and builds
+    // nothing else. The benchmark (and what only it needs) is the nested package Benchmarks/.
     targets: [
-        // libev, from Debian's libev-dev. Only RunLoopKit's libev layer (and the benchmark's
-        // raw-libev backend) import it.
+        // libev, from Debian's libev-dev. Only RunLoopKit's libev layer imports it (the
+        // benchmark's raw-libev backend includes the same shim as its own BenchLibev module).
         .systemLibrary(
             name: "CLibev",
             path: "Sources/CLibev",
@@ -49,17 +46,11 @@ let package = Package(
         .executableTarget(name: "KeepAliveWorker", dependencies: ["RunLoopKit"], path: "Examples/KeepAliveWorker"),
         .executableTarget(name: "CommonModeTimer", dependencies: ["RunLoopKit"], path: "Examples/CommonModeTimer"),
         .executableTarget(name: "StallMonitorDemo", dependencies: ["RunLoopKit"], path: "Examples/StallMonitorDemo"),
-        // Declarations of the CoreFoundation run-loop C API exported by Swift's libFoundation.so,
-        // so the benchmark can drive the real CFRunLoop side by side with RunLoopKit.
-        .target(
-            name: "CCFRunLoop",
-            path: "Benchmarks/CCFRunLoop"
-        ),
-        // The conformance suite's declarations of the CF calls the benchmark does not need
-        // (observers, removal, mode lists, the current mode).
+        // Declarations of the CoreFoundation run-loop C API exported by Swift's libFoundation.so
+        // (CFRunLoopAPI.h, which the benchmark's CCFRunLoop includes too) and of the CF calls only
+        // the conformance suite needs (observers, removal, mode lists, the current mode).
         .target(
             name: "CFConformanceSupport",
-            dependencies: ["CCFRunLoop"],
             path: "Tests/CFConformanceSupport"
         ),
         // Differential conformance: the same operations on the real CFRunLoop and on RunLoopKit.
@@ -73,17 +64,6 @@ let package = Package(
             name: "StressTests",
             dependencies: ["RunLoopKit", "TestSupport"],
             path: "Tests/StressTests"
-        ),
-        .executableTarget(
-            name: "RunLoopBench",
-            dependencies: [
-                "RunLoopKit",
-                "CLibev",
-                "CCFRunLoop",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
-            ],
-            path: "Benchmarks/RunLoopBench"
         ),
     ],
     swiftLanguageModes: [.v6]

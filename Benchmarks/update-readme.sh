@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 section=$(mktemp)
 trap 'rm -f "$section"' EXIT
-swift run -c release runloop-bench --markdown "$section" "$@"
+swift run --package-path Benchmarks -c release runloop-bench --markdown "$section" "$@"
 awk -v section="$section" '
     /<!-- PERFORMANCE:BEGIN/ { print; while ((getline line < section) > 0) print line; skipping = 1; next }
     /<!-- PERFORMANCE:END/ { skipping = 0 }

@@ -108,10 +108,12 @@ struct GateFile: Decodable {
         }
     }
 
-    /// Benchmarks/gate.json under the current directory, else beside this source file.
+    /// Benchmarks/gate.json (or gate.json) under the current directory, else beside this
+    /// source file.
     static func defaultPath() -> String {
-        let local = "Benchmarks/gate.json"
-        if FileManager.default.fileExists(atPath: local) { return local }
+        for local in ["Benchmarks/gate.json", "gate.json"] where FileManager.default.fileExists(atPath: local) {
+            return local
+        }
         return URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("gate.json").path
     }

@@ -1,4 +1,4 @@
-import CLibev
+import BenchLibev
 import Foundation
 
 /// Raw libev through CLibev: the floor of this design. Timers are plain `ev_timer`s (with the

@@ -1,4 +1,4 @@
-import CLibev
+import BenchLibev
 import Foundation
 import Synchronization
 

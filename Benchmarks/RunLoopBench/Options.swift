@@ -1,5 +1,5 @@
 import ArgumentParser
-import CLibev
+import BenchLibev
 import Foundation
 
 /// The scenarios of issues #3 and #4, in the order the standard run measures them.

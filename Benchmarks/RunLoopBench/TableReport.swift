@@ -139,7 +139,7 @@ struct TableReport {
         if let cores = c["cores"] { parts.append("\(cores) cores") }
         if let libev = c["libev"] { parts.append("libev \(libev)") }
         if let date = c["date"] { parts.append(String(date.prefix(10))) }
-        var text = "Measured with `swift run -c release runloop-bench` (\(parts.joined(separator: ", "))). "
+        var text = "Measured with `make bench` (\(parts.joined(separator: ", "))). "
             + "All backends ran in the same process and the same run, interleaved (wake-ups sample by "
             + "sample, other scenarios in rounds of rotating order); ratios are taken within that run. "
             + "Latencies are HDR-histogram percentiles. The goal column is the issue's target for "

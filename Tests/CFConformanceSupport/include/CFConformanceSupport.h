@@ -5,7 +5,7 @@
 #ifndef CF_CONFORMANCE_SUPPORT_H
 #define CF_CONFORMANCE_SUPPORT_H
 
-#include "CCFRunLoop.h"
+#include "CFRunLoopAPI.h"
 
 typedef const struct __CFArray *CFArrayRef;
 typedef struct __CFRunLoopObserver *CFRunLoopObserverRef;
