@@ -209,6 +209,7 @@ final class StallMonitorCore: Sendable {
 
     private func report(word: UInt64, phase: Phase, elapsed: UInt64) {
         let mode = loop.currentMode
+        let callout = loop.currentCallout
         var backtrace: EvStallBacktrace?
         var reason: String?
         switch captureBacktrace(expecting: word) {
@@ -219,7 +220,7 @@ final class StallMonitorCore: Sendable {
             reason = failure.reason
         }
         let report = EvStallMonitor.Report(
-            loop: loop, mode: mode, phase: phase.activity, duration: .nanoseconds(Int64(clamping: elapsed)),
+            loop: loop, mode: mode, phase: phase.activity, callout: callout, duration: .nanoseconds(Int64(clamping: elapsed)),
             thresholdsExceeded: Int(elapsed / thresholdNanoseconds), backtrace: backtrace,
             backtraceUnavailableReason: reason)
         // Stopped meanwhile: "no report after stop() returns".

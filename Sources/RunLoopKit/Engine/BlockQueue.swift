@@ -124,7 +124,7 @@ extension EvRunLoop {
         var index = 0
         while index < runnable.count {
             let block = runnable[index]
-            Callout.block(block.body)
+            Callout.block(block.body, on: self)
             index += 1
             guard watchCommon, state.withLock({ $0.commonModes.contains(run.mode) }) else { continue }
             // R15: a block made the running mode common. As CF checks membership block by block,

@@ -1,15 +1,24 @@
 /// Every user callback runs through one of these non-inlined functions, one per kind (CF's
 /// `__CFRUNLOOP_IS_CALLING_OUT_TO_…__` trampolines), so a backtrace or a stall report names
 /// the phase the loop was in. No lock is held when any of them runs.
+///
+/// Those that run on the loop's own thread record their kind in the loop's ``LoopRecorder``
+/// around the call (what a stall report names, and ``EvRunLoop/metrics``' counts): a relaxed
+/// load and two relaxed stores, plus two clock reads only while timing metrics are on.
+/// Schedule and cancel callouts run on whichever thread adds or removes the source: not recorded.
 enum Callout {
     @inline(never)
-    static func timer(_ timer: EvTimer) {
+    static func timer(_ timer: EvTimer, on loop: EvRunLoop) {
+        let entry = loop.recorder.enter(.timer)
         timer.handler(timer)
+        loop.recorder.leave(entry)
     }
 
     @inline(never)
-    static func sourcePerform(_ source: EvSource) {
+    static func sourcePerform(_ source: EvSource, on loop: EvRunLoop) {
+        let entry = loop.recorder.enter(.source)
         source.performHandler()
+        loop.recorder.leave(entry)
     }
 
     @inline(never)
@@ -23,23 +32,32 @@ enum Callout {
     }
 
     @inline(never)
-    static func observer(_ observer: EvObserver, _ activity: EvRunLoop.Activity) {
+    static func observer(_ observer: EvObserver, _ activity: EvRunLoop.Activity, on loop: EvRunLoop) {
+        let entry = loop.recorder.enter(.observer)
         observer.handler(observer, activity)
+        loop.recorder.leave(entry)
     }
 
     /// Returns whether the source is still ready (a port with more messages).
     @inline(never)
-    static func version1Source(_ core: EvSource1Core, _ events: Int32) -> Bool {
-        core.perform(core, events)
+    static func version1Source(_ core: EvSource1Core, _ events: Int32, on loop: EvRunLoop) -> Bool {
+        let entry = loop.recorder.enter(.version1Source)
+        let stillReady = core.perform(core, events)
+        loop.recorder.leave(entry)
+        return stillReady
     }
 
     @inline(never)
-    static func mainQueue(_ backend: EvBackend) {
+    static func mainQueue(_ backend: EvBackend, on loop: EvRunLoop) {
+        let entry = loop.recorder.enter(.mainQueue)
         backend.drainMainQueue()
+        loop.recorder.leave(entry)
     }
 
     @inline(never)
-    static func block(_ block: @Sendable () -> Void) {
+    static func block(_ block: @Sendable () -> Void, on loop: EvRunLoop) {
+        let entry = loop.recorder.enter(.block)
         block()
+        loop.recorder.leave(entry)
     }
 }

@@ -92,7 +92,7 @@ extension EvRunLoop {
                 return true
             }
             guard shouldCall else { continue }
-            Callout.observer(observer, activity)
+            Callout.observer(observer, activity, on: self)
             let isDone = observer.state.withLock { observerState in
                 observerState.isFiring = false
                 return !observer.repeats

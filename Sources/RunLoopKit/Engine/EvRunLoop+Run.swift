@@ -45,9 +45,11 @@ extension EvRunLoop {
                 returnAfterSourceHandled: returnAfterSourceHandled, servicesMainQueue: servicesMainQueue)
         }
         guard let run = entered else { return .finished }
+        if run.frame == 0 { recorder.outermostRunBegins(at: start) }
         notifyObservers(.entry, run)
         let result = iterate(run)
         notifyObservers(.exit, run)
+        if run.frame == 0 { recorder.outermostRunEnds() }
         state.withLock { _ = $0.runs.popLast() }
         if result == .stopped { resumeStopWaiters() }
         return result
@@ -60,6 +62,7 @@ extension EvRunLoop {
         if state.withLock({ $0.runs[run.frame].isStopped }) { return .stopped }
         var servicedMainQueue = false
         while true {
+            recorder.bump(recorder.iterations)
             notifyObservers(.beforeTimers, run)
             notifyObservers(.beforeSources, run)
             performBlocks(run)
@@ -90,7 +93,7 @@ extension EvRunLoop {
     /// R60: drains libdispatch's main queue; a run nested in one of its blocks leaves it alone.
     private func serviceMainQueue() {
         state.withLock { $0.isServicingMainQueue = true }
-        Callout.mainQueue(backend.value)
+        Callout.mainQueue(backend.value, on: self)
         state.withLock { $0.isServicingMainQueue = false }
     }
 
@@ -110,7 +113,9 @@ extension EvRunLoop {
         let reasons: WakeReasons
         if let plan {
             waiting.store(true, ordering: .releasing)
+            let asleepSince = recorder.sleepBegins()
             reasons = backend.value.wait(poll: false)
+            recorder.sleepEnds(asleepSince)
             let earlyFor: MonotonicTime? = state.withLock { state in
                 // Re-armed meanwhile for a timer re-dated or added from another thread (R44): that
                 // timer is due now, and the planned one may be far off; nothing to wait out.

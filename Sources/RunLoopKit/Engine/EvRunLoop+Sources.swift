@@ -114,12 +114,12 @@ extension EvRunLoop {
         case .none:
             return false
         case .taken(let source):
-            Callout.sourcePerform(source)
+            Callout.sourcePerform(source, on: self)
             return true
         case .candidates(let sources):
             var performed = false
             for source in sources where state.withLock({ take(source, in: nil, &$0) }) {
-                Callout.sourcePerform(source)
+                Callout.sourcePerform(source, on: self)
                 performed = true
                 if run.returnAfterSourceHandled { break }
             }

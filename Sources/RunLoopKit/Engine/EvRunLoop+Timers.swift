@@ -157,7 +157,8 @@ extension EvRunLoop {
             }
         }
         guard let firedDate else { return }
-        Callout.timer(timer)
+        recorder.timerFires(due: firedDate)
+        Callout.timer(timer, on: self)
         state.withLock { state in
             timer.state.withLock { timerState in
                 timer.isFiring = false

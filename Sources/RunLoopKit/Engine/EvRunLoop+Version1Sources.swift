@@ -144,7 +144,7 @@ extension EvRunLoop {
             return (core, events)
         }
         guard let (core, events) = picked else { return false }
-        if Callout.version1Source(core, events) {
+        if Callout.version1Source(core, events, on: self) {
             state.withLock { state in markReady(core, events: events, &state) }
         }
         return true

@@ -22,13 +22,15 @@ public final class EvRunLoop: Sendable {
     /// `@unchecked Sendable` wrapper: waits run on the owning thread only; the calls made from
     /// other threads (wake-up, deadline) are serialised against teardown as EvBackend documents.
     let backend: BackendBox
-    /// Whether this is the main thread's loop (R2).
-    let isMain: Bool
+    /// Whether this is the main thread's loop, ``main`` (R2).
+    public let isMain: Bool
     let waiting = Atomic<Bool>(false)
     /// Lock-free hints that let a run skip steps with nothing to do (see ``Hint``).
     let hints = Atomic<UInt32>(0)
     /// Every activity an observer of this loop ever asked for: other phases skip the lock.
     let observedActivities = Atomic<UInt32>(0)
+    /// The callout running now and the loop's counters (``metrics``), written by its thread only.
+    let recorder = LoopRecorder()
     /// Guards cross-thread ``wakeUp()`` against teardown without taking ``state``: the count of
     /// wake-ups in flight, plus ``wakeGateClosed`` once the loop is dead.
     private let wakeGate = Atomic<Int>(0)

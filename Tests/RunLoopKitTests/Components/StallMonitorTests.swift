@@ -70,6 +70,7 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
         #expect(report.duration >= .milliseconds(15))
         #expect(report.backtrace == nil)
         #expect(report.description.contains("beforeSources") && report.description.contains(EvRunLoop.Mode.default.name))
+        #expect(report.callout == .source)
         #expect(monitor.statistics.stallsReported == reports.count)
     }
 
@@ -94,6 +95,31 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
         monitor.stop()
         #expect(reports.all.map(\.phase) == [.afterWaiting])
         #expect(reports.all.first?.mode == tracking)
+    }
+
+    /// Issue 12: a stalled timer callout was reported only as "phase afterWaiting"; the report
+    /// names what the loop was running (the engine records each callout's kind, Callouts.swift).
+    @Test func aStallNamesTheCalloutKindTheLoopWasRunning() throws {
+        let reports = EventLog<EvStallMonitor.Report>()
+        let reported = Latch()
+        let (loop, finished) = startLoopThread { loop in
+            loop.add(EvTimer(after: .milliseconds(1)) { _ in
+                stallUntilReported(reported)
+                EvRunLoop.current.stop()
+            }, forMode: .default)
+            loop.run(mode: .default, timeout: .seconds(30))
+        }
+        let monitor = EvStallMonitor(loop: loop, configuration: quickConfiguration()) { report in
+            reports.append(report)
+            reported.open()
+        }
+        try monitor.start()
+        #expect(finished.wait())
+        monitor.stop()
+        let report = try #require(reports.all.first)
+        #expect(report.callout == .timer)
+        #expect(report.phase == .afterWaiting)
+        #expect(report.description.contains("running a timer (phase afterWaiting, mode \(EvRunLoop.Mode.default.name))"))
     }
 
     /// Stalls a loop's thread once, in a block, until the monitor (backtraces in `style`) has
