@@ -13,6 +13,8 @@ public final class EvDelayedPerform: Sendable {
         case performed
         /// Cancelled before its block started; it never runs.
         case cancelled
+        /// The loop's thread exited before the block started (R4); it never runs.
+        case loopExited
     }
 
     /// The loop the request was made on.
@@ -35,13 +37,12 @@ public final class EvDelayedPerform: Sendable {
     /// - Thread: any. From the loop's own thread the answer is exact; from another thread a
     ///   block that has already started is not interrupted (the call then returns `false`).
     /// - Returns: `true` if this call cancelled it; `false` if it had already run, started or
-    ///   been cancelled.
+    ///   been cancelled, or its loop's thread had exited.
     @discardableResult
     public func cancel() -> Bool {
         guard core.claim(.cancelled) else { return false }
         timer.invalidate()
-        DelayedPerformRegistry.remove(core)
-        core.release()
+        core.finish()
         return true
     }
 }
@@ -61,7 +62,9 @@ extension EvRunLoop {
     ///     (Foundation's `cancelPreviousPerformRequests(withTarget:)`). It is held until the
     ///     request has run or was cancelled, as Foundation holds its target.
     ///   - block: what to run, on the loop's thread.
-    /// - Returns: the request, which can be cancelled on its own.
+    /// - Returns: the request, which can be cancelled on its own. If the loop's thread exits
+    ///   before the block started, the request's state becomes ``EvDelayedPerform/State/loopExited``
+    ///   and the block and target are released: a request never stays pending for ever.
     /// - Thread: any; the loop's wait is re-armed if the request is due before it (R44).
     /// - Throws: ``EvPerformError/loopExited`` if the loop's thread has exited.
     /// - Precondition: `delay` is not negative; `modes` is not empty.
@@ -77,8 +80,13 @@ extension EvRunLoop {
         let request = EvDelayedPerform(loop: self, core: core, timer: timer)
         // Registered before the timer is added, so a timer that fires at once finds it.
         DelayedPerformRegistry.add(request)
+        // R4: a loop whose thread exits drops its timers; the exit hook then ends the request.
+        // Registering fails only on a dead loop, where the timer could never be added either.
+        guard core.watchExit(of: self) else {
+            core.finish()
+            throw .loopExited
+        }
         for mode in modes { add(timer, forMode: mode) }
-        if threadHasExited, request.cancel() { throw .loopExited }
         return request
     }
 
@@ -99,8 +107,11 @@ extension EvRunLoop {
 /// so no reference cycle keeps a request alive (a loop that dies drops its timers, R4).
 final class DelayedPerformCore: Sendable {
     private static let pending: UInt8 = 0, running: UInt8 = 1, performed: UInt8 = 2, cancelled: UInt8 = 3
+    private static let loopExited: UInt8 = 4
     private let phase = Atomic<UInt8>(DelayedPerformCore.pending)
     private let payload: Locked<(block: (@Sendable () -> Void)?, target: (any AnyObject & Sendable)?)>
+    /// The hook that ends the request if the loop's thread exits first; removed once it is done.
+    private let exitHook = Locked<(loop: EvRunLoop, id: EvRunLoop.ExitHookID)?>(nil)
     /// Where the request is registered (the registry keeps the loop and the target alive, so
     /// the identifiers stay unique while it is there).
     let loopID: ObjectIdentifier
@@ -117,14 +128,33 @@ final class DelayedPerformCore: Sendable {
         case Self.pending: .pending
         case Self.running: .running
         case Self.performed: .performed
+        case Self.loopExited: .loopExited
         default: .cancelled
         }
     }
 
-    /// Moves a pending request to `state`; exactly one of fire and cancel wins.
+    /// Moves a pending request to `state` (`.running`, `.cancelled` or `.loopExited`); exactly
+    /// one of fire, cancel and the loop's exit wins.
     func claim(_ state: EvDelayedPerform.State) -> Bool {
-        let next = state == .cancelled ? Self.cancelled : Self.running
+        let next = switch state {
+        case .cancelled: Self.cancelled
+        case .loopExited: Self.loopExited
+        default: Self.running
+        }
         return phase.compareExchange(expected: Self.pending, desired: next, ordering: .acquiringAndReleasing).exchanged
+    }
+
+    /// Arranges for the request to end as `.loopExited` if `loop`'s thread exits before it ran.
+    /// Returns false if the thread has already exited.
+    func watchExit(of loop: EvRunLoop) -> Bool {
+        // The hook holds this core, not the request: the loop keeps no timer alive (R4).
+        let id = loop.addExitHook { [self] in
+            guard claim(.loopExited) else { return }
+            finish()
+        }
+        guard let id else { return false }
+        exitHook.withLock { $0 = (loop, id) }
+        return true
     }
 
     /// The timer's handler, on the loop's thread.
@@ -134,20 +164,25 @@ final class DelayedPerformCore: Sendable {
         let block = payload.withLock { $0.block }
         block?()
         phase.store(Self.performed, ordering: .releasing)
-        release()
+        finish()
     }
 
-    /// Drops the block and the target once the request is done.
-    func release() {
-        payload.withLock { $0 = (nil, nil) }
+    /// Once the request is done (run, cancelled, or dropped with its loop): leaves the registry,
+    /// forgets the exit hook, and drops the block and the target.
+    func finish() {
+        DelayedPerformRegistry.remove(self)
+        if let hook = exitHook.withLock({ hook in defer { hook = nil }; return hook }) {
+            hook.loop.removeExitHook(hook.id)
+        }
+        let released = payload.withLock { payload in defer { payload = (nil, nil) }; return payload }
+        withExtendedLifetime(released) {}  // a target's deinit runs with no lock held
     }
 }
 
 /// The requests that have a target, by loop and target, for ``EvRunLoop/cancelPerformRequests(target:)``.
 ///
-/// A request leaves it when it fires or is cancelled. Requests of a loop whose thread exited
-/// never fire; they are swept out (with their blocks and targets) the next time a loop enters the
-/// registry, so dead loops do not accumulate.
+/// A request leaves it when it runs, is cancelled, or its loop's thread exits (the request's
+/// exit hook), so dead loops do not accumulate.
 enum DelayedPerformRegistry {
     private struct LoopRequests {
         let loop: EvRunLoop
@@ -159,21 +194,9 @@ enum DelayedPerformRegistry {
     static func add(_ request: EvDelayedPerform) {
         guard let target = request.core.targetID else { return }
         let loopID = ObjectIdentifier(request.loop)
-        // Lock order: registry, then loop (the sweep asks loops whether they are dead).
-        let swept = loops.withLock { loops -> [LoopRequests] in
-            var dead: [LoopRequests] = []
-            if loops[loopID] == nil {
-                for (id, requests) in loops where requests.loop.threadHasExited {
-                    dead.append(requests)
-                    loops[id] = nil
-                }
-                loops[loopID] = LoopRequests(loop: request.loop)
-            }
-            loops[loopID]!.byTarget[target, default: []].append(request)
-            return dead
+        loops.withLock { loops in
+            loops[loopID, default: LoopRequests(loop: request.loop)].byTarget[target, default: []].append(request)
         }
-        // Released outside the lock: a target's deinit may call back into the registry.
-        withExtendedLifetime(swept) {}
     }
 
     static func remove(_ core: DelayedPerformCore) {

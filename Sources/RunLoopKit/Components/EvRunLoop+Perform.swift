@@ -30,8 +30,12 @@ extension EvRunLoop {
     ///   before this call returns, whatever mode is running (as Foundation does). With
     ///   `waitUntilDone` from another thread the caller blocks until the block has run on the
     ///   loop's thread; it waits as long as the loop does not run one of `modes`.
-    /// - Throws: ``EvPerformError/loopExited`` if the loop's thread has exited — or, when
-    ///   waiting, exits before the block ran.
+    /// - Throws: ``EvPerformError/loopExited`` if the loop's thread has exited (decided
+    ///   atomically with the loop's teardown: a block is never accepted by a loop that can no
+    ///   longer run it) — or, when waiting, exits before the block ran. Without waiting, a block
+    ///   accepted while the thread was alive is dropped if the thread exits before one of
+    ///   `modes` runs again (R4, as CF drops it); wait, or use ``performAndWait(inModes:_:)``,
+    ///   to learn that.
     /// - Precondition: `modes` is not empty.
     public func perform(
         inModes modes: [Mode] = [.common], waitUntilDone: Bool, _ block: @escaping @Sendable () -> Void
@@ -47,8 +51,7 @@ extension EvRunLoop {
             }
             return
         }
-        guard !threadHasExited else { throw .loopExited }
-        perform(inModes: modes, block)
+        guard enqueueBlock(inModes: modes, block) else { throw .loopExited }
         wakeUp()
     }
 
@@ -67,9 +70,8 @@ extension EvRunLoop {
     ) throws -> T {
         require(!modes.isEmpty, "EvRunLoop.performAndWait(inModes:_:): modes must not be empty")
         if ThreadRegistry.isOwnedByCallingThread(self) { return try body() }
-        guard !threadHasExited else { throw EvPerformError.loopExited }
         let completion = PerformCompletion<T>()
-        perform(inModes: modes, completion.block(body))
+        guard enqueueBlock(inModes: modes, completion.block(body)) else { throw EvPerformError.loopExited }
         wakeUp()
         return try completion.wait().get()
     }

@@ -27,13 +27,15 @@ struct BlockQueue {
     /// Whether a block for `.common` is pending.
     var hasCommonBlocks: Bool { commonCount > 0 }
 
-    mutating func append(_ block: Block) {
-        guard !isClosed else { return }
+    /// Queues `block`; false (and the block is not kept) once the queue is closed.
+    mutating func append(_ block: Block) -> Bool {
+        guard !isClosed else { return false }
         var block = block
         block.sequence = nextSequence
         nextSequence += 1
         blocks.append(block)
         count(block, by: 1)
+        return true
     }
 
     /// Refuses further blocks and hands back the pending ones, to be released outside the lock.
@@ -93,6 +95,14 @@ extension EvRunLoop {
     /// - Precondition: `modes` is not empty.
     public func perform(inModes modes: [Mode] = [.common], _ block: @escaping @Sendable () -> Void) {
         require(!modes.isEmpty, "EvRunLoop.perform(inModes:_:): modes must not be empty")
+        enqueueBlock(inModes: modes, block)
+    }
+
+    /// Queues `block` as ``perform(inModes:_:)`` does. Returns false when the loop's thread has
+    /// exited — decided under the blocks' lock, which teardown closes, so a block is never
+    /// accepted by a loop that can no longer run it.
+    @discardableResult
+    func enqueueBlock(inModes modes: [Mode], _ block: @escaping @Sendable () -> Void) -> Bool {
         var unique = modes
         if modes.count > 1 { unique = modes.reduce(into: []) { if !$0.contains($1) { $0.append($1) } } }
         let block = BlockQueue.Block(modes: unique, body: block)
@@ -104,9 +114,10 @@ extension EvRunLoop {
                 for mode in unique where mode != .common && mode != .default { _ = state.modeState(mode) }
             }
         }
-        pendingBlocks.withLock { queue in
-            queue.append(block)
+        return pendingBlocks.withLock { queue in
+            let accepted = queue.append(block)
             if !queue.isEmpty { setHint(Hint.blocks) }
+            return accepted
         }
     }
 

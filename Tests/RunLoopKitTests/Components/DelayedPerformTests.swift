@@ -153,24 +153,17 @@ private final class Target: Sendable {}
         #expect(cancelledTarget == nil)
     }
 
-    @Test func requestsLeftOnALoopWhoseThreadExitedAreSweptWithTheirTargets() throws {
+    @Test func requestsLeftOnALoopWhoseThreadExitedEndAndReleaseTheirTargets() throws {
         weak var strandedTarget: Target?
         let handOver = Box<Target?>(Target())
         strandedTarget = handOver.get
-        let tornDown = Latch()
-        onLoopThread { loop in
-            loop.add(EvSource(cancel: { _, _ in tornDown.open() }) {}, forMode: .default)
-            guard let stranded = handOver.update({ value in defer { value = nil }; return value }) else { return }
+        let request = onLoopThread { loop -> EvDelayedPerform? in
+            guard let stranded = handOver.update({ value in defer { value = nil }; return value }) else { return nil }
             // Never fires: the thread exits first.
-            _ = try? loop.perform(after: .seconds(3600), target: stranded) {}
+            return try? loop.perform(after: .seconds(3600), target: stranded) {}
         }
-        #expect(tornDown.wait())
-        // The dead loop's request still holds the target; the next loop that registers a request
-        // sweeps dead loops' requests out (another suite's loop may have done so already).
-        onLoopThread { loop in
-            _ = try? loop.perform(after: .milliseconds(1), target: Target()) {}
-            loop.run(mode: .default, timeout: .seconds(20))
-        }
+        // onLoopThread joined the thread, so its loop's teardown is complete (R4).
+        #expect(request?.state == .loopExited)
         #expect(strandedTarget == nil)
     }
 
