@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build test test-tsan test-asan soak bench gate readme-performance clean
+.PHONY: deps build test test-tsan test-asan soak bench gate readme-performance docs clean
 
 deps:
 	@dpkg -s libev-dev >/dev/null 2>&1 || { \
@@ -52,5 +52,23 @@ gate: deps
 readme-performance: deps
 	Benchmarks/update-readme.sh
 
+## make docs: the DocC documentation (Sources/RunLoopKit/RunLoopKit.docc and every public
+## symbol's comment), built with the toolchain's docc; any warning fails the build. The symbol
+## graph comes from an ordinary `swift build` of the library in a scratch folder of its own, so
+## no documentation plugin joins the package's dependencies. Output: .build-docs/RunLoopKit.doccarchive
+DOCC ?= $(shell command -v docc 2>/dev/null || echo $(dir $(realpath $(shell command -v $(SWIFT))))docc)
+DOCS_SCRATCH := .build-docs
+docs: deps
+	$(SWIFT) build --target RunLoopKit --scratch-path $(DOCS_SCRATCH) \
+		-Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc $(CURDIR)/$(DOCS_SCRATCH)/symbol-graphs
+	rm -rf $(DOCS_SCRATCH)/RunLoopKit.doccarchive
+	$(DOCC) convert Sources/RunLoopKit/RunLoopKit.docc \
+		--additional-symbol-graph-dir $(DOCS_SCRATCH)/symbol-graphs \
+		--fallback-display-name RunLoopKit --fallback-bundle-identifier org.runloopkit.RunLoopKit \
+		--transform-for-static-hosting --warnings-as-errors \
+		--output-path $(DOCS_SCRATCH)/RunLoopKit.doccarchive
+
+## make clean: every scratch folder these targets create, nested packages' included.
 clean:
-	rm -rf .build Benchmarks/.build
+	rm -rf .build .build-tsan .build-asan $(DOCS_SCRATCH) Benchmarks/.build
+	find . -mindepth 2 -name .build -type d -prune -exec rm -rf {} +

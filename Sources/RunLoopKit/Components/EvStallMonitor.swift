@@ -165,9 +165,13 @@ public final class EvStallMonitor: Sendable {
 
     /// A monitor of `loop`, not yet started.
     ///
-    /// - Parameter onStall: called on the watchdog thread with each report (after it is written
-    ///   to stderr, if configured). It may call ``stop()``; it must not wait for the monitored
-    ///   loop (``stop()`` from the loop's thread waits for a report being delivered).
+    /// - Parameters:
+    ///   - loop: the run loop to watch; any thread's, from any thread.
+    ///   - configuration: threshold, count, modes, backtrace style and reporting; the defaults
+    ///     report a phase that overruns 80 ms three times in a row, with a backtrace, to stderr.
+    ///   - onStall: called on the watchdog thread with each report (after it is written to
+    ///     stderr, if configured). It may call ``stop()``; it must not wait for the monitored
+    ///     loop (``stop()`` from the loop's thread waits for a report being delivered).
     public init(
         loop: EvRunLoop, configuration: Configuration = Configuration(),
         onStall: (@Sendable (Report) -> Void)? = nil

@@ -38,7 +38,7 @@ extension EvRunLoop {
     }
 
     /// Starts the watchers of signal sources at once (loop thread), so a signal sent right after
-    /// ``add(_:forMode:)-(any EvVersion1Source,_)`` returns is caught, not fatal.
+    /// ``add(_:forMode:)-(EvVersion1Source,_)`` returns is caught, not fatal.
     func startSignalWatchers(_ state: inout LoopState) {
         for (id, source) in state.source1s where !state.watches.started.contains(id) {
             if case .signal = source.kind { startWatcher(id, source, &state) }

@@ -37,6 +37,9 @@ public final class EvFileDescriptorSource: EvVersion1Source {
     /// A source for `fileDescriptor` becoming ready for `events`.
     ///
     /// - Parameters:
+    ///   - fileDescriptor: the caller's descriptor, open; the caller keeps owning it (the source
+    ///     never closes it, and it may be closed while watched: the handler then sees `.error`).
+    ///   - events: ``Readiness/readable``, ``Readiness/writable`` or both.
     ///   - order: kept for CF parity; ready version-1 sources are handled first come, first served.
     ///   - handler: runs on the loop's thread with the readiness that fired.
     /// - Throws: ``EvSourceError/badFileDescriptor(_:)`` if the descriptor is negative or not open.

@@ -20,7 +20,10 @@ public final class EvSignalSource: EvVersion1Source {
 
     /// A source for `signal`.
     ///
-    /// - Parameter handler: runs on the loop's thread after the signal arrived.
+    /// - Parameters:
+    ///   - signal: the signal number, such as `SIGHUP`; not `SIGKILL` or `SIGSTOP`.
+    ///   - order: kept for CF parity; ready version-1 sources are handled first come, first served.
+    ///   - handler: runs on the loop's thread after the signal arrived.
     /// - Throws: ``EvSourceError/invalidSignal(_:)`` for numbers outside 1...64, SIGKILL and SIGSTOP.
     public init(signal: Int32, order: Int = 0, handler: @escaping @Sendable () -> Void) throws(EvSourceError) {
         guard (1...64).contains(signal), signal != SIGKILL, signal != SIGSTOP else { throw .invalidSignal(signal) }

@@ -2,7 +2,7 @@ import Synchronization
 
 /// A version-1 source: one the kernel wakes the loop for by itself (CF's source1; a file
 /// descriptor, a Unix signal or a message port on Linux). Add it with
-/// ``EvRunLoop/add(_:forMode:)-(any EvVersion1Source,_)``.
+/// ``EvRunLoop/add(_:forMode:)-(EvVersion1Source,_)``.
 ///
 /// Rules: it is watched only while one of its modes runs, and readiness that arrives meanwhile
 /// waits (R37); at most one version-1 source is handled per iteration and it counts as a handled
