@@ -130,7 +130,9 @@ import Testing
         let landing = try String(contentsOf: Self.catalogue.appendingPathComponent("RunLoopKit.md"), encoding: .utf8)
         let inReadme = try #require(Self.codeBlock(after: "## Layout", in: readme))
         let onLanding = try #require(Self.codeBlock(after: "### How the code is laid out", in: landing))
-        #expect(inReadme == onLanding)
+        #expect(
+            inReadme == onLanding,
+            "README.md's Layout block and the one under \"How the code is laid out\" in RunLoopKit.docc/RunLoopKit.md differ: change both")
         // The picture names every folder of the library and of the behaviour tests.
         for folder in try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("Sources/RunLoopKit").path).sorted() {
             #expect(inReadme.contains("  \(folder)/"), "the layout leaves out Sources/RunLoopKit/\(folder)")
