@@ -59,10 +59,63 @@ case "nested-run-in-main-queue-block":
     _ = main.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
     print("order: \(order.log.joined(separator: ", "))")
 
+case "run-main":
+    // An async program on top of the main loop (issue 12 §2): a timer on EvRunLoop.main, the
+    // main actor and DispatchQueue.main all run on the main thread while body runs.
+    let value = try EvRunLoop.runMain { () async throws -> Int in
+        let timerOnMain = await withCheckedContinuation { continuation in
+            main.add(EvTimer(after: .milliseconds(5)) { _ in continuation.resume(returning: Thread.isMainThread) }, forMode: .common)
+        }
+        print("timer on EvRunLoop.main fired on main thread: \(timerOnMain)")
+        let mainActorOnMain = await MainActor.run { Thread.isMainThread }
+        print("main actor ran on main thread: \(mainActorOnMain)")
+        let dispatchOnMain = await withCheckedContinuation { continuation in
+            DispatchQueue.main.async { continuation.resume(returning: Thread.isMainThread) }
+        }
+        print("DispatchQueue.main ran on main thread: \(dispatchOnMain)")
+        return 42
+    }
+    print("runMain returned \(value)")
+
+case "run-main-typed-error":
+    // body's error comes out of runMain with its own type (typed throws).
+    do throws(HarnessError) {
+        _ = try EvRunLoop.runMain { () async throws(HarnessError) -> Int in
+            await Task.yield()
+            throw .expected
+        }
+        print("runMain returned")
+    } catch {
+        let typed: HarnessError = error
+        print("runMain threw \(typed)")
+    }
+
+case "run-main-ends-after-nested-run":
+    // body finishes while a callout of the main loop runs a nested run: that run is not cut
+    // short (it times out as asked), and runMain returns once its own run is back.
+    let value = try EvRunLoop.runMain { () async throws -> Int in
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            main.add(EvTimer(after: .milliseconds(1)) { _ in
+                continuation.resume()
+                print("nested run: \(main.run(mode: .default, timeout: .milliseconds(200)))")
+            }, forMode: .default)
+        }
+        return 7
+    }
+    print("runMain returned \(value)")
+
+case "run-main-off-main-thread":
+    // Misuse: runMain from another thread stops with a message naming the call.
+    let thread = Thread { _ = EvRunLoop.runMain { 1 } }  // a body that cannot throw: no try (typed throws)
+    thread.start()
+    while true { pause() }
+
 default:
     print("unknown scenario")
     exit(2)
 }
+
+enum HarnessError: Error { case expected }
 
 /// Main-thread-only scratch state (everything here runs on the main thread).
 final class Box: @unchecked Sendable {

@@ -6,18 +6,34 @@ import Testing
 @Suite struct MainThreadTests {
     /// Runs a harness scenario and returns its standard output lines.
     private func harness(_ scenario: String) throws -> [String] {
+        let (status, output, _) = try runHarness(scenario)
+        #expect(status == 0)
+        return output.split(separator: "\n").map(String.init)
+    }
+
+    /// Runs a harness scenario; returns its exit status, standard output and standard error.
+    private func runHarness(_ scenario: String) throws -> (status: Int32, output: String, errors: String) {
         // The harness is built next to the test bundle, in the same products folder.
         let products = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
         let process = Process()
         process.executableURL = products.appendingPathComponent("MainLoopHarness")
         process.arguments = [scenario]
         let output = Pipe()
+        let errors = Pipe()
         process.standardOutput = output
+        process.standardError = errors
         try process.run()
+        // Standard error is read on another thread, so neither pipe can fill up and block the child.
+        let errorText = Box("")
+        let errorsRead = Latch()
+        Thread {
+            errorText.set(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+            errorsRead.open()
+        }.start()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+        _ = errorsRead.wait()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self), errorText.get)
     }
 
     @Test func dispatchMainAsyncRunsUnderTheMainLoop() throws {
@@ -38,5 +54,30 @@ import Testing
 
     @Test func R60_nestedRunInMainQueueBlockDoesNotServiceTheMainQueue() throws {
         #expect(try harness("nested-run-in-main-queue-block") == ["order: nested finished, second"])
+    }
+
+    // Issue 12 §2: async programs on top of EvRunLoop.main.
+
+    @Test func runMainRunsTheMainLoopForAnAsyncBodyAndReturnsItsValue() throws {
+        #expect(try harness("run-main") == [
+            "timer on EvRunLoop.main fired on main thread: true",
+            "main actor ran on main thread: true",
+            "DispatchQueue.main ran on main thread: true",
+            "runMain returned 42",
+        ])
+    }
+
+    @Test func runMainThrowsTheBodysTypedError() throws {
+        #expect(try harness("run-main-typed-error") == ["runMain threw expected"])
+    }
+
+    @Test func R27_runMainLeavesARunNestedInACalloutAloneAndReturnsAfterIt() throws {
+        #expect(try harness("run-main-ends-after-nested-run") == ["nested run: timedOut", "runMain returned 7"])
+    }
+
+    @Test func R5_runMainOffTheMainThreadStopsWithAMessageNamingTheCall() throws {
+        let (status, _, errors) = try runHarness("run-main-off-main-thread")
+        #expect(status != 0)
+        #expect(errors.contains("EvRunLoop.runMain(_:): call it from the process's main thread"))
     }
 }
