@@ -56,7 +56,7 @@ func readmeSources(reading fd: Int32) throws -> [String] {
     let loop = EvRunLoop.current
     let port = EvMessagePort<String> { message in log.withLock { $0.append("port: \(message)") } }
     loop.add(port, forMode: .default)  // an empty port keeps the loop alive
-    try port.send("hello")  // from any thread; throws once the loop's thread has exited
+    try port.send("hello")  // from any thread; throws once invalidated or full (back-pressure)
 
     let input = try EvFileDescriptorSource(fileDescriptor: fd, events: .readable) { readiness in
         var byte: UInt8 = 0

@@ -123,6 +123,28 @@ func waitUntil(_ heart: Watchdog.Heart, timeout seconds: Double = 30, _ conditio
     return true
 }
 
+/// Waits until `condition` holds, beating `heart` meanwhile, for as long as `progress` keeps
+/// changing; false once it stood still for `seconds` (a drain fails only when it stops draining,
+/// however long a long soak's backlog takes).
+func waitUntil(
+    _ heart: Watchdog.Heart, stalledAfter seconds: Double = 30, progress: () -> Int, _ condition: () -> Bool
+) -> Bool {
+    var last = progress()
+    var deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while !condition() {
+        let now = progress()
+        if now != last {
+            last = now
+            deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        } else if ContinuousClock.now > deadline {
+            return false
+        }
+        heart.beat()
+        usleep(500)
+    }
+    return true
+}
+
 /// Per-id counters shared by many threads (how often each block or message ran).
 final class Tally: Sendable {
     private struct Counts {

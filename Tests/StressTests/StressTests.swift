@@ -107,7 +107,18 @@ import TestSupport
             while ContinuousClock.now < deadline {
                 let id = messagesSent.add(1, ordering: .relaxed).oldValue
                 guard id < capacity else { break }
-                try! port.send(id)
+                // Back-pressure: a port refuses messages while its queue is full; the sender
+                // waits for the loop to catch up, as an application would.
+                while true {
+                    do throws(EvSourceError) {
+                        try port.send(id)
+                        break
+                    } catch {
+                        guard case .portFull = error else { fatalError("port.send(\(id)): \(error)") }
+                        senderHeart.beat()
+                        sched_yield()
+                    }
+                }
                 senderHeart.beat()
             }
             senderHeart.stop()
@@ -151,7 +162,7 @@ import TestSupport
         let drainHeart = watchdog.heart("drain")
         let sent = min(blocksSent.load(ordering: .relaxed), capacity)
         let messages = min(messagesSent.load(ordering: .relaxed), capacity)
-        let drained = waitUntil(drainHeart) {
+        let drained = waitUntil(drainHeart, progress: { blockRuns.distinct + messageRuns.distinct }) {
             loop.wakeUp()
             return tracked.allSatisfy(\.isCaughtUp)
                 && blockRuns.distinct == sent && messageRuns.distinct == messages

@@ -11,7 +11,8 @@ extension EvRunLoop {
                 sourceState.loop = nil
             }
         }
-        var orphans: [EvSource1Core] = []
+        // R4: the sources leave the dying loop and keep their own state (a port its queued
+        // messages, for the next loop it joins).
         for core in state.source1s.values {
             core.state.withLock { sourceState in
                 guard sourceState.loop === self else { return }
@@ -19,10 +20,8 @@ extension EvRunLoop {
                 sourceState.modes = ModeList()
                 sourceState.loop = nil
                 sourceState.pendingEvents = 0
-                orphans.append(core)
             }
         }
-        for core in orphans { core.orphaned() }
         var timers = Array(state.commonTimers.values)
         var observers = state.commonObservers.map(\.observer)
         for modeState in state.modes.values {

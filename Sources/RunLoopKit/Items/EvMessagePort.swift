@@ -8,14 +8,36 @@ import Synchronization
 /// wait, and none is lost or duplicated: each is handled exactly once, one per iteration (R38).
 /// A port keeps its modes from being empty even with nothing queued, so a port is the classic
 /// way to keep a thread's loop alive.
+///
+/// A message the port accepted stays in it until it is handled or the port is invalidated. When
+/// the thread of the port's loop exits, the port leaves that loop (R4) but stays valid with its
+/// queue: messages waiting then, and those sent afterwards, are handled in the next loop the port
+/// is added to.
+///
+/// Back-pressure: the queue holds at most `capacity` messages. A sender that outruns the loop
+/// (which handles one message per iteration) gets ``EvSourceError/portFull(capacity:)`` instead
+/// of growing the queue without bound; the message is then not queued, and the sender decides
+/// whether to retry once the loop caught up, slow down, or drop it.
 public final class EvMessagePort<Message: Sendable>: EvVersion1Source {
+    /// How many messages a port holds by default before ``send(_:)`` throws
+    /// ``EvSourceError/portFull(capacity:)``.
+    public static var defaultCapacity: Int { 65_536 }
+
     /// The engine part of this source (see ``EvVersion1Source``).
     public let source1Core: EvSource1Core
     private let queue: PortQueue<Message>
 
     /// A port whose `handler` runs on the loop's thread for each message, in the order sent.
-    public init(order: Int = 0, handler: @escaping @Sendable (Message) -> Void) {
-        let queue = PortQueue<Message>()
+    ///
+    /// - Parameters:
+    ///   - capacity: the most messages queued and not yet handled; ``defaultCapacity`` unless given.
+    ///   - order: the port's order among version-1 sources (kept for CF parity; ready sources are
+    ///     handled first come, first served).
+    ///   - handler: called on the loop's thread with each message.
+    /// - Precondition: `capacity` is greater than zero.
+    public init(capacity: Int = defaultCapacity, order: Int = 0, handler: @escaping @Sendable (Message) -> Void) {
+        require(capacity > 0, "EvMessagePort.init(capacity:order:handler:): capacity must be greater than zero (got \(capacity))")
+        let queue = PortQueue<Message>(capacity: capacity)
         self.queue = queue
         source1Core = EvSource1Core(
             kind: .port, order: order,
@@ -24,15 +46,15 @@ public final class EvMessagePort<Message: Sendable>: EvVersion1Source {
                 handler(message)
                 return more
             },
-            orphaned: { queue.close(.loopExited) },
             hasPendingWork: { queue.count > 0 })
     }
 
-    /// Queues `message` for the loop's thread and wakes the loop. Safe from any thread.
+    /// Queues `message` for the loop's thread and wakes the loop. Safe from any thread; a port
+    /// not in a loop (yet, or any more since its loop's thread exited) keeps it for its next loop.
     ///
     /// - Throws: ``EvSourceError/portInvalidated`` after ``invalidate()``, or
-    ///   ``EvSourceError/loopExited`` once the thread of the port's loop has exited; the message
-    ///   is then not queued.
+    ///   ``EvSourceError/portFull(capacity:)`` while `capacity` messages wait; the message is
+    ///   then not queued.
     public func send(_ message: Message) throws(EvSourceError) {
         try queue.append(message)
         let loop = source1Core.state.withLock { $0.loop }
@@ -42,12 +64,15 @@ public final class EvMessagePort<Message: Sendable>: EvVersion1Source {
     /// Messages queued and not yet handled.
     public var pendingCount: Int { queue.count }
 
-    /// Whether the port still accepts messages.
+    /// The most messages the port holds before ``send(_:)`` throws ``EvSourceError/portFull(capacity:)``.
+    public var capacity: Int { queue.capacity }
+
+    /// Whether the port still accepts messages: true until ``invalidate()``.
     public var isValid: Bool { source1Core.isValid }
 
     /// Removes the port from every mode and refuses further messages; queued ones are dropped.
     public func invalidate() {
-        queue.close(.portInvalidated)
+        queue.close()
         source1Core.invalidate()
     }
 }
@@ -57,20 +82,24 @@ final class PortQueue<Message: Sendable>: Sendable {
     private struct Contents {
         var messages: [Message] = []
         var head = 0
-        var closed: EvSourceError?
+        var isClosed = false
     }
 
+    let capacity: Int
     private let contents = Locked(Contents())
+
+    init(capacity: Int) { self.capacity = capacity }
 
     var count: Int { contents.withLock { $0.messages.count - $0.head } }
 
     func append(_ message: Message) throws(EvSourceError) {
-        let closed: EvSourceError? = contents.withLock { contents in
-            if let closed = contents.closed { return closed }
+        let refusal: EvSourceError? = contents.withLock { contents in
+            if contents.isClosed { return .portInvalidated }
+            if contents.messages.count - contents.head >= capacity { return .portFull(capacity: capacity) }
             contents.messages.append(message)
             return nil
         }
-        if let closed { throw closed }
+        if let refusal { throw refusal }
     }
 
     /// The oldest message and whether more remain.
@@ -92,11 +121,13 @@ final class PortQueue<Message: Sendable>: Sendable {
         }
     }
 
-    func close(_ reason: EvSourceError) {
-        contents.withLock { contents in
-            if contents.closed == nil { contents.closed = reason }
-            contents.messages = []
-            contents.head = 0
+    /// Refuses further messages and drops the queued ones (invalidation).
+    func close() {
+        let dropped = contents.withLock { contents in
+            contents.isClosed = true
+            defer { contents.messages = []; contents.head = 0 }
+            return contents.messages
         }
+        withExtendedLifetime(dropped) {}  // released with no lock held
     }
 }

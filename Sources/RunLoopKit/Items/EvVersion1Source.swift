@@ -27,20 +27,17 @@ public final class EvSource1Core: Sendable {
     /// Handles one readiness on the loop's thread; returns whether the source is still ready
     /// (a port with more messages queued).
     let perform: @Sendable (_ core: EvSource1Core, _ events: Int32) -> Bool
-    /// Told when the source's loop goes away with its thread (a port then refuses messages).
-    let orphaned: @Sendable () -> Void
     /// Whether work is already waiting when the source joins a loop (a port's queued messages).
     let hasPendingWork: @Sendable () -> Bool
     let state = Locked(Source1State())
 
     init(
         kind: Kind, order: Int, perform: @escaping @Sendable (EvSource1Core, Int32) -> Bool,
-        orphaned: @escaping @Sendable () -> Void = {}, hasPendingWork: @escaping @Sendable () -> Bool = { false }
+        hasPendingWork: @escaping @Sendable () -> Bool = { false }
     ) {
         self.kind = kind
         self.order = order
         self.perform = perform
-        self.orphaned = orphaned
         self.hasPendingWork = hasPendingWork
     }
 
@@ -77,8 +74,9 @@ public enum EvSourceError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidSignal(Int32)
     /// The port was invalidated; the message was not queued.
     case portInvalidated
-    /// The thread of the port's run loop has exited; the message was not queued.
-    case loopExited
+    /// The port holds `capacity` messages not yet handled (its loop is behind, or none of its
+    /// modes runs); the message was not queued.
+    case portFull(capacity: Int)
 
     /// A sentence that names the call and what was wrong.
     public var description: String {
@@ -86,7 +84,7 @@ public enum EvSourceError: Error, Sendable, Equatable, CustomStringConvertible {
         case .badFileDescriptor(let fd): "EvFileDescriptorSource: file descriptor \(fd) is not open"
         case .invalidSignal(let signal): "EvSignalSource: signal \(signal) cannot be watched (valid: 1...64 except SIGKILL and SIGSTOP)"
         case .portInvalidated: "EvMessagePort.send: the port was invalidated"
-        case .loopExited: "EvMessagePort.send: the thread of the port's run loop has exited"
+        case .portFull(let capacity): "EvMessagePort.send: the port is full (\(capacity) messages wait to be handled)"
         }
     }
 }
