@@ -60,7 +60,7 @@ public final class EvWorkerThread: Sendable {
         case stopped
     }
 
-    private let core: WorkerCore
+    let core: WorkerCore
 
     /// A worker thread, not yet started.
     ///

@@ -1,0 +1,22 @@
+extension EvWorkerThread {
+    /// Stops the worker from asynchronous code without blocking a thread of the cooperative
+    /// pool: as ``stop(waitUntilExited:)``, work submitted before this call still runs, in order,
+    /// then the run loop ends; this suspends until the worker's run loop has been torn down on its
+    /// thread (its items released, its descriptors closed, R4). The thread itself is not joined
+    /// (that would block): it finishes exiting on its own, detached.
+    ///
+    /// Stopping twice, or a worker never started, returns at once; so does stopping a worker whose
+    /// thread is already past its run loop's end.
+    ///
+    /// - Thread: any task. Not from a work item or a job running on the worker's own loop: that
+    ///   would wait for the loop it is running on (use ``stop(waitUntilExited:)`` there).
+    public func stop() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            core.stop(waitUntilExited: false)
+            // The loop stays reachable until the thread's body has returned; nil (or a loop already
+            // being torn down) means there is nothing left to wait for.
+            let registered = core.shared.withLock { $0.loop }?.addExitHook { continuation.resume() }
+            if registered == nil { continuation.resume() }
+        }
+    }
+}
