@@ -1,5 +1,7 @@
-// Linux's epoll, which Swift's Glibc module leaves out; used by RunLoopKit's DescriptorSet.
+// Linux's epoll and eventfd, which Swift's Glibc module leaves out; used by RunLoopKit's
+// DescriptorSet and WakeSignal.
 #ifndef CEPOLL_SHIM_H
 #define CEPOLL_SHIM_H
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #endif

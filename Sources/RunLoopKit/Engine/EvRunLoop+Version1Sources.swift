@@ -151,7 +151,14 @@ extension EvRunLoop {
     }
 }
 
-/// libev lets one loop at a time watch a given signal; this remembers which.
+/// Which loop watches each signal: one at a time (a delivery goes to one loop), with a count of
+/// its sources for that signal.
+///
+/// The first claim routes the signal to the loop (``EvBackend/route(_:)``: the process's handler
+/// is installed and deliveries wake that loop from then on); the last release unroutes it at
+/// once, from whichever thread removes or invalidates the source, and puts back the disposition
+/// the process had before (a handler, `SIG_IGN`, `SIG_DFL`). So a signal can move to another
+/// loop as soon as the last source of the first one is gone.
 enum SignalOwnership {
     private static let owners = Locked<[Int32: (loop: ObjectIdentifier, count: Int)]>([:])
 
@@ -165,6 +172,7 @@ enum SignalOwnership {
                 owners[signal]!.count += 1
             } else {
                 owners[signal] = (id, 1)
+                loop.backend.value.route(signal)
             }
         }
     }
@@ -172,7 +180,12 @@ enum SignalOwnership {
     static func release(_ signal: Int32, for loop: EvRunLoop) {
         owners.withLock { owners in
             guard let owner = owners[signal], owner.loop == ObjectIdentifier(loop) else { return }
-            owners[signal] = owner.count > 1 ? (owner.loop, owner.count - 1) : nil
+            if owner.count > 1 {
+                owners[signal] = (owner.loop, owner.count - 1)
+            } else {
+                owners[signal] = nil
+                loop.backend.value.unroute(signal)
+            }
         }
     }
 }

@@ -12,7 +12,9 @@ import Musl
 /// survivable: when the loop next starts watching it, or when the file it named becomes ready,
 /// the handler is called once with ``Readiness/error`` and the source invalidates itself, so
 /// the loop never spins on a dead descriptor, and a new source on the reused number watches
-/// the new file. A regular file, which epoll cannot watch, is always ready.
+/// the new file. A regular file, which epoll cannot watch, is always ready. A run loop's own
+/// descriptors cannot be watched: the initialiser refuses them, and a number that became one
+/// after the source was made is reported with ``Readiness/error`` when watched.
 public final class EvFileDescriptorSource: EvVersion1Source {
     /// What a descriptor is ready for.
     public struct Readiness: OptionSet, Sendable, Hashable {
@@ -42,7 +44,8 @@ public final class EvFileDescriptorSource: EvVersion1Source {
     ///   - events: ``Readiness/readable``, ``Readiness/writable`` or both.
     ///   - order: kept for CF parity; ready version-1 sources are handled first come, first served.
     ///   - handler: runs on the loop's thread with the readiness that fired.
-    /// - Throws: ``EvSourceError/badFileDescriptor(_:)`` if the descriptor is negative or not open.
+    /// - Throws: ``EvSourceError/badFileDescriptor(_:)`` if the descriptor is negative or not open;
+    ///   ``EvSourceError/internalDescriptor(_:)`` if it is one of a run loop's own descriptors.
     /// - Precondition: `events` holds ``Readiness/readable`` and/or ``Readiness/writable``.
     public init(
         fileDescriptor: Int32, events: Readiness, order: Int = 0,
@@ -52,6 +55,7 @@ public final class EvFileDescriptorSource: EvVersion1Source {
             !events.intersection([.readable, .writable]).isEmpty,
             "EvFileDescriptorSource.init: events must contain .readable and/or .writable")
         guard fileDescriptor >= 0, fcntl(fileDescriptor, F_GETFD) != -1 else { throw .badFileDescriptor(fileDescriptor) }
+        guard !EvBackend.isInternalDescriptor(fileDescriptor) else { throw .internalDescriptor(fileDescriptor) }
         self.fileDescriptor = fileDescriptor
         self.events = events.intersection([.readable, .writable])
         source1Core = EvSource1Core(kind: .fileDescriptor(fileDescriptor, events: self.events.rawValue), order: order) { core, events in

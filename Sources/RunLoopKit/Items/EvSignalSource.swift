@@ -7,11 +7,16 @@ import Musl
 /// A version-1 source for a Unix signal (SIGINT, SIGTERM, SIGHUP, …), delivered as a callback
 /// on the loop's thread instead of in a signal handler.
 ///
-/// libev catches the signal from the moment the source is in one of its loop's modes (added on
-/// the loop's own thread; added from another thread, from the loop's next iteration) until it is
-/// removed; deliveries wait while none of its modes runs (R37) and several deliveries before the
-/// handler runs are folded into one call. A signal can be watched by one run loop at a time
-/// (libev's rule); adding sources for the same signal to a second loop stops with a message.
+/// The signal is caught from the moment the source is in one of its loop's modes (from any
+/// thread) until its last source in that loop is removed or invalidated; deliveries wait while
+/// none of its modes runs (R37) and several deliveries before the handler runs are folded into
+/// one call. Once the last source for a signal is gone, the signal gets back the disposition the
+/// process gave it before the first one was added (its own handler, `SIG_IGN`, or `SIG_DFL`):
+/// a server that ignores SIGPIPE and watches it for a while still ignores it afterwards.
+///
+/// A signal can be watched by one run loop at a time; adding a source for it to a second loop
+/// while the first still has one stops with a message. Once the first loop's sources are removed
+/// or invalidated (from any thread), the signal can be watched by another loop at once.
 public final class EvSignalSource: EvVersion1Source {
     /// The signal number.
     public let signal: Int32
@@ -21,17 +26,25 @@ public final class EvSignalSource: EvVersion1Source {
     /// A source for `signal`.
     ///
     /// - Parameters:
-    ///   - signal: the signal number, such as `SIGHUP`; not `SIGKILL` or `SIGSTOP`.
+    ///   - signal: the signal number: 1...31 except SIGKILL and SIGSTOP, or a real-time signal
+    ///     from `SIGRTMIN` to `SIGRTMAX` (34...64 with glibc, which keeps 32 and 33 for itself).
     ///   - order: kept for CF parity; ready version-1 sources are handled first come, first served.
     ///   - handler: runs on the loop's thread after the signal arrived.
-    /// - Throws: ``EvSourceError/invalidSignal(_:)`` for numbers outside 1...64, SIGKILL and SIGSTOP.
+    /// - Throws: ``EvSourceError/invalidSignal(_:)`` for any other number.
     public init(signal: Int32, order: Int = 0, handler: @escaping @Sendable () -> Void) throws(EvSourceError) {
-        guard (1...64).contains(signal), signal != SIGKILL, signal != SIGSTOP else { throw .invalidSignal(signal) }
+        guard Self.canWatch(signal) else { throw .invalidSignal(signal) }
         self.signal = signal
         source1Core = EvSource1Core(kind: .signal(signal), order: order) { _, _ in
             handler()
             return false
         }
+    }
+
+    /// Whether a source can watch `signal`: a standard signal that can be caught, or a
+    /// real-time one the C library leaves to applications.
+    static func canWatch(_ signal: Int32) -> Bool {
+        if signal == SIGKILL || signal == SIGSTOP { return false }
+        return (1..<32).contains(signal) || (__libc_current_sigrtmin()...__libc_current_sigrtmax()).contains(signal)
     }
 
     /// Whether the source can still fire.

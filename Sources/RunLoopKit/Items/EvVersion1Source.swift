@@ -70,8 +70,12 @@ struct Source1State: ItemMembership, Sendable {
 public enum EvSourceError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The file descriptor is negative or not open.
     case badFileDescriptor(Int32)
-    /// The signal number is out of range, or a signal that cannot be caught (SIGKILL, SIGSTOP).
+    /// The signal number is out of range, reserved by the C library (32 and 33 with glibc), or a
+    /// signal that cannot be caught (SIGKILL, SIGSTOP).
     case invalidSignal(Int32)
+    /// The descriptor is one of a run loop's own (its epoll set, its wake-up eventfd or its
+    /// timerfd): watching it would break that loop.
+    case internalDescriptor(Int32)
     /// The port was invalidated; the message was not queued.
     case portInvalidated
     /// The port holds `capacity` messages not yet handled (its loop is behind, or none of its
@@ -82,7 +86,10 @@ public enum EvSourceError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .badFileDescriptor(let fd): "EvFileDescriptorSource: file descriptor \(fd) is not open"
-        case .invalidSignal(let signal): "EvSignalSource: signal \(signal) cannot be watched (valid: 1...64 except SIGKILL and SIGSTOP)"
+        case .invalidSignal(let signal):
+            "EvSignalSource: signal \(signal) cannot be watched (valid: 1...31 except SIGKILL and SIGSTOP, and SIGRTMIN...SIGRTMAX)"
+        case .internalDescriptor(let fd):
+            "EvFileDescriptorSource: file descriptor \(fd) belongs to a run loop (its epoll set, eventfd or timerfd) and cannot be watched"
         case .portInvalidated: "EvMessagePort.send: the port was invalidated"
         case .portFull(let capacity): "EvMessagePort.send: the port is full (\(capacity) messages wait to be handled)"
         }

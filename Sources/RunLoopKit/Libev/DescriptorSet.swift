@@ -49,11 +49,15 @@ final class DescriptorSet {
 
     /// A new, empty set; `nil` when the process has no descriptor left (errno says why).
     init?() {
-        descriptor = epoll_create1(Int32(EPOLL_CLOEXEC))
+        descriptor = retryingEINTR { epoll_create1(Int32(EPOLL_CLOEXEC)) }
         if descriptor < 0 { return nil }
+        InternalDescriptors.insert([descriptor])
     }
 
-    deinit { close(descriptor) }
+    deinit {
+        InternalDescriptors.remove([descriptor])
+        close(descriptor)
+    }
 
     /// Whether some watched descriptor is always ready (see the type's comment): the loop must
     /// not sleep, and ``collect()`` reports it every time.
@@ -63,6 +67,8 @@ final class DescriptorSet {
     /// reported with ``EvBackend/failed``: `token` when `fd` cannot be watched (closed, say), and
     /// the other watchers of `fd` when their file turns out closed behind their backs.
     func add(token: Int, fd: Int32, events: Int32) -> [Int] {
+        // A run loop's own descriptor (see InternalDescriptors): watching it would break a loop.
+        if InternalDescriptors.contains(fd) { return [token] }
         var failed: [Int] = []
         if var entry = entries[fd] {
             entry.watchers.append((token, events))
@@ -97,7 +103,7 @@ final class DescriptorSet {
             alwaysReadyCount -= 1
         } else {
             var unused = epoll_event()
-            _ = epoll_ctl(descriptor, EPOLL_CTL_DEL, fd, &unused)
+            _ = retryingEINTR { epoll_ctl(descriptor, EPOLL_CTL_DEL, fd, &unused) }
         }
         return []
     }
@@ -108,7 +114,8 @@ final class DescriptorSet {
     /// and the set's descriptor stays readable while more wait.
     func collect() -> [(token: Int, events: Int32)] {
         var fired: [(token: Int, events: Int32)] = []
-        let count = Int(epoll_wait(descriptor, &eventBuffer, Int32(eventBuffer.count), 0))
+        // A failure (ENOMEM) reports nothing now; the set stays readable, so libev asks again.
+        let count = Int(retryingEINTR { epoll_wait(descriptor, &eventBuffer, Int32(eventBuffer.count), 0) })
         for index in 0..<max(count, 0) { report(eventBuffer[index], into: &fired) }
         if alwaysReadyCount > 0 {
             for entry in entries.values where entry.alwaysReady {
@@ -143,11 +150,11 @@ final class DescriptorSet {
         var event = epoll_event()
         event.events = entry.kernelMask
         event.data.u64 = UInt64(UInt32(bitPattern: fd)) | UInt64(entry.generation) << 32
-        var result = epoll_ctl(descriptor, adding ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event)
+        var result = retryingEINTR { epoll_ctl(descriptor, adding ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event) }
         if result != 0 && adding && errno == EEXIST {
             // The kernel kept an entry for this very file, added under a number since closed
             // (see the type's comment): take it over.
-            result = epoll_ctl(descriptor, EPOLL_CTL_MOD, fd, &event)
+            result = retryingEINTR { epoll_ctl(descriptor, EPOLL_CTL_MOD, fd, &event) }
         }
         if result == 0 {
             entries[fd] = entry

@@ -13,13 +13,13 @@ extension EvBackend {
     func watchMainQueue(_ watch: Bool) {
         guard watch != (mainQueueWatcher.map { clibev_is_active($0) != 0 } ?? false) else { return }
         let watcher = mainQueueWatcher ?? makeMainQueueWatcher()
-        if watch { ev_io_start(loop, watcher) } else { ev_io_stop(loop, watcher) }
+        if watch { startInternalWatcher(watcher) } else { stopInternalWatcher(watcher) }
     }
 
     /// Whether the main queue signalled work; clears the signal. Never blocks.
     func takeMainQueueSignal() -> Bool {
         var count: UInt64 = 0
-        return read(_dispatch_get_main_queue_handle_4CF(), &count, 8) == 8
+        return retryingEINTR { Int32(read(_dispatch_get_main_queue_handle_4CF(), &count, 8)) } == 8
     }
 
     /// Runs the main queue's pending work (main thread only).
@@ -29,8 +29,9 @@ extension EvBackend {
 
     private func makeMainQueueWatcher() -> UnsafeMutablePointer<ev_io> {
         let watcher = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
-        clibev_io_init(watcher, { _, watcher, _ in
-            guard let watcher else { return }
+        clibev_io_init(watcher, { loop, watcher, revents in
+            guard let loop, let watcher else { return }
+            if revents & EvBackend.failed != 0 { return EvBackend.of(loop).internalWatcherFailed(watcher) }
             clibev_get_data(watcher).assumingMemoryBound(to: UInt32.self).pointee |= WakeReasons.mainQueue.rawValue
         }, _dispatch_get_main_queue_handle_4CF(), Int32(EV_READ))
         clibev_set_data(watcher, reasons)

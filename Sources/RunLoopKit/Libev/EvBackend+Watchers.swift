@@ -6,13 +6,14 @@ import Musl
 #endif
 
 /// Watchers for version-1 sources: a caller's descriptor in the loop's ``DescriptorSet`` per
-/// file-descriptor source, and an `ev_signal` per signal source. Each is identified by a token;
+/// file-descriptor source, and a signal routed to this loop by ``SignalRouting`` per signal
+/// source. Each is identified by a token;
 /// when one reports during a wait, the token and the events are queued for
 /// ``EvBackend/takeReady()``. All on the loop's thread.
 extension EvBackend {
     enum Watcher {
         case descriptor(fd: Int32, events: Int32)
-        case signal(UnsafeMutablePointer<ev_signal>)
+        case signal(Int32)
     }
 
     /// Readiness bits as libev reports them.
@@ -26,16 +27,16 @@ extension EvBackend {
     }
 
     /// A stopped watcher for the Unix signal `signal`.
+    /// The signal must be routed to this loop (``route(_:)``) while the watcher is started.
     func addSignalWatcher(signal: Int32) -> Int {
-        let watcher = UnsafeMutablePointer<ev_signal>.allocate(capacity: 1)
-        clibev_signal_init(watcher, { loop, watcher, events in
-            guard let loop, let watcher else { return }
-            EvBackend.of(loop).noteReady(Int(bitPattern: clibev_get_data(watcher)), events)
-        }, signal)
-        let token = register(.signal(watcher))
-        clibev_set_data(watcher, UnsafeMutableRawPointer(bitPattern: token))
-        return token
+        register(.signal(signal))
     }
+
+    /// Routes `signal` to this loop from now on (any thread; see ``SignalRouting``).
+    func route(_ signal: Int32) { SignalRouting.route(signal, to: wake) }
+
+    /// Stops routing `signal` here and restores its earlier disposition (any thread).
+    func unroute(_ signal: Int32) { SignalRouting.unroute(signal) }
 
     /// Starts watching. A descriptor that cannot be watched (closed behind the source's back,
     /// say) is reported as ``failed`` instead.
@@ -47,7 +48,10 @@ extension EvBackend {
                 return
             }
             for failed in descriptors.add(token: token, fd: fd, events: events) { noteReady(failed, Self.failed) }
-        case .signal(let watcher): ev_signal_start(loop, watcher)
+        case .signal(let signal):
+            signalTokens[signal, default: []].insert(token)
+            // Delivered before the watcher started (added from another thread): report it now.
+            if SignalRouting.takePending(signal) { noteReady(token, Self.readable) }
         case nil: break
         }
     }
@@ -56,18 +60,24 @@ extension EvBackend {
         switch watchers[token] {
         case .descriptor(let fd, _):
             for failed in descriptors?.remove(token: token, fd: fd) ?? [] { noteReady(failed, Self.failed) }
-        case .signal(let watcher): ev_signal_stop(loop, watcher)
+        case .signal(let signal):
+            signalTokens[signal]?.remove(token)
+            if signalTokens[signal]?.isEmpty == true { signalTokens.removeValue(forKey: signal) }
         case nil: break
+        }
+    }
+
+    /// Reports the signals delivered since the last look to every started watcher of each.
+    func collectSignals() {
+        for (signal, tokens) in signalTokens where SignalRouting.takePending(signal) {
+            for token in tokens { noteReady(token, Self.readable) }
         }
     }
 
     func removeWatcher(_ token: Int) {
         stopWatcher(token)
         ready.removeAll { $0.token == token }
-        switch watchers.removeValue(forKey: token) {
-        case .signal(let watcher): watcher.deallocate()
-        case .descriptor, nil: break
-        }
+        watchers.removeValue(forKey: token)
     }
 
     /// Whether a watcher reported readiness not yet taken with ``takeReady()``, or a watched
@@ -90,22 +100,19 @@ extension EvBackend {
         return nextWatcherToken
     }
 
-    private static func of(_ loop: OpaquePointer) -> EvBackend {
-        Unmanaged<EvBackend>.fromOpaque(ev_userdata(loop)).takeUnretainedValue()
-    }
-
     /// The loop's descriptor set, made and watched by libev at first use; `nil` when the
     /// process is out of descriptors.
     private func descriptorSet() -> DescriptorSet? {
         if let descriptors { return descriptors }
         guard let descriptors = DescriptorSet() else { return nil }
         let watcher = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
-        clibev_io_init(watcher, { loop, _, _ in
-            guard let loop else { return }
+        clibev_io_init(watcher, { loop, watcher, revents in
+            guard let loop, let watcher else { return }
             let backend = EvBackend.of(loop)
+            if revents & EvBackend.failed != 0 { return backend.internalWatcherFailed(watcher) }
             for (token, events) in backend.descriptors?.collect() ?? [] { backend.noteReady(token, events) }
         }, descriptors.descriptor, Int32(EV_READ))
-        ev_io_start(loop, watcher)
+        startInternalWatcher(watcher)
         self.descriptors = descriptors
         descriptorsWatcher = watcher
         return descriptors
@@ -114,7 +121,7 @@ extension EvBackend {
     /// Stops watching the descriptor set and closes it (teardown).
     func closeDescriptorSet() {
         guard let watcher = descriptorsWatcher else { return }
-        ev_io_stop(loop, watcher)
+        stopInternalWatcher(watcher)
         watcher.deallocate()
         descriptorsWatcher = nil
         descriptors = nil

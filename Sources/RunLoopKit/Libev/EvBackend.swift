@@ -1,4 +1,5 @@
 import CLibev
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -21,27 +22,43 @@ struct WakeReasons: OptionSet, Sendable {
 /// The libev layer: the one type that touches libev (architecture.md "Only the files that wrap
 /// libev import CLibev").
 ///
-/// It owns an `ev_loop` with exactly three descriptors — the backend's epoll fd, libev's
-/// eventfd behind the `ev_async` used by ``wakeUp()``, and one `timerfd` that holds the deadline
-/// (the running mode's next timer or the run's timeout, whichever is first). A timerfd instead of
-/// an `ev_timer` because libev's epoll backend rounds its timeouts up to whole milliseconds;
-/// the timerfd fires to the microsecond and can be re-armed from any thread. A loop that watches
-/// callers' descriptors has a fourth: the epoll set of its ``DescriptorSet``.
+/// It owns an `ev_loop` with exactly three descriptors — the backend's epoll fd, the eventfd of
+/// its ``WakeSignal`` behind ``wakeUp()``, and one `timerfd` that holds the deadline (the running
+/// mode's next timer or the run's timeout, whichever is first). A timerfd instead of an
+/// `ev_timer` because libev's epoll backend rounds its timeouts up to whole milliseconds; the
+/// timerfd fires to the microsecond and can be re-armed from any thread. A loop that watches
+/// callers' descriptors has a fourth: the epoll set of its ``DescriptorSet``. None of them can be
+/// watched as a caller's descriptor (see ``isInternalDescriptor(_:)``).
 ///
-/// Thread rules: ``wait(until:poll:)`` and ``destroy()`` run on the loop's thread only;
+/// Failures never end in libev's `abort`: creating a descriptor throws; libev's system-error
+/// hook (`ev_set_syserr_cb`) reports a failed `epoll_wait`, which is retried; a watcher whose
+/// `epoll_ctl` failed (libev stops it and passes `EV_ERROR`) is started again before the next
+/// wait, which first polls so the retry's result is known before the loop blocks; a `timerfd`
+/// that could not be armed is backed by an `ev_timer`. A failure that persists stops the
+/// process with a message naming RunLoopKit's call.
+///
+/// Thread rules: ``wait(poll:)`` and ``destroy()`` run on the loop's thread only;
 /// ``wakeUp()`` and ``setDeadline(_:)`` may be called from any thread, but the caller serialises
 /// them against ``destroy()`` (EvRunLoop holds its lock around them).
 final class EvBackend {
     let loop: OpaquePointer
-    private let async: UnsafeMutablePointer<ev_async>
+    /// Wakes the loop from other threads and from signal handlers (``SignalRouting``).
+    let wake: WakeSignal
+    private let wakeWatcher: UnsafeMutablePointer<ev_io>
     private let deadlineWatcher: UnsafeMutablePointer<ev_io>
+    /// Stands in for the timerfd while it cannot be armed (see ``setDeadline(_:)``).
+    private let fallbackTimer: UnsafeMutablePointer<ev_timer>
     private let timerFD: Int32
+    /// libev's epoll descriptor, or -1 if it could not be told (see ``backendDescriptor(expected:)``).
+    private let backendFD: Int32
     /// Set by the watcher callbacks during `ev_run`; read and cleared by `wait`.
     let reasons: UnsafeMutablePointer<UInt32>
     private var destroyed = false
     /// Watchers of version-1 sources, by token (see EvBackend+Watchers.swift).
     var watchers: [Int: Watcher] = [:]
     var nextWatcherToken = 0
+    /// Started signal watchers: the tokens watching each signal.
+    var signalTokens: [Int32: Set<Int>] = [:]
     /// Callers' descriptors, watched in a set of the loop's own (made at first use).
     var descriptors: DescriptorSet?
     var descriptorsWatcher: UnsafeMutablePointer<ev_io>?
@@ -49,51 +66,111 @@ final class EvBackend {
     var mainQueueWatcher: UnsafeMutablePointer<ev_io>?
     /// Tokens whose watchers fired during the last wait, with what fired.
     var ready: [(token: Int, events: Int32)] = []
+    /// Internal watchers libev stopped with `EV_ERROR` (their `epoll_ctl` failed), with `errno`.
+    var failedWatchers: [(watcher: UnsafeMutablePointer<ev_io>, errno: Int32)] = []
+    /// An internal watcher was started since the last `ev_run`: libev calls `epoll_ctl` for it
+    /// only inside the next one, so that one must not block (see ``wait(poll:)``).
+    var hasUnflushedWatchers = false
+    /// Re-arms of internal watchers that failed again, in a row.
+    private var rearmFailures = 0
+    /// `epoll_wait` failures reported by libev, in a row.
+    private var pollFailures = 0
+    private var seenSystemErrors = 0
+    /// The deadline last asked for, and whether the timerfd holds it.
+    private let deadline = Locked<MonotonicTime>(.distantFuture)
+    /// Arming the timerfd failed since the loop last looked (``armFallbackIfNeeded()``).
+    private let deadlineUnarmed = Atomic<Bool>(false)
+    private var fallbackTimerActive = false
+
+    /// How often a failing `epoll_ctl` re-arm or `epoll_wait` is retried before the process stops.
+    static let retryLimit = 64
 
     /// Creates the libev loop and its watchers.
     ///
-    /// - Throws: ``EvRunLoopError/backendUnavailable(_:)`` when libev cannot create a backend,
-    ///   or ``EvRunLoopError/outOfFileDescriptors`` when the process has no descriptor left.
+    /// - Throws: ``EvRunLoopError/outOfFileDescriptors`` when the process has no descriptor
+    ///   left for one of the loop's three, or ``EvRunLoopError/backendUnavailable(_:)`` (naming
+    ///   the call and the error) when the kernel refuses otherwise.
     init() throws(EvRunLoopError) {
+        SystemErrorHook.install()
+        guard let wake = WakeSignal() else { throw Self.creationError("eventfd", errno) }
+        // libev does not tell its epoll descriptor; epoll_create1 takes the lowest free number,
+        // so note that number just before (checked in backendDescriptor(expected:)).
+        let expected = dup(wake.descriptor)
+        guard expected >= 0 else {
+            let error = errno
+            wake.closeDescriptor()
+            throw Self.creationError("ev_loop_new (epoll_create1)", error)
+        }
+        close(expected)
         let flags = UInt32(EVFLAG_NOSIGMASK) | UInt32(EVFLAG_NOENV) | UInt32(EVBACKEND_EPOLL)
         guard let loop = ev_loop_new(flags) else {
-            throw errno == EMFILE || errno == ENFILE ? .outOfFileDescriptors : .backendUnavailable("ev_loop_new failed (errno \(errno))")
+            let error = errno
+            wake.closeDescriptor()
+            throw Self.creationError("ev_loop_new (epoll_create1)", error)
         }
-        let timerFD = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC))
+        let timerFD = retryingEINTR { timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC)) }
         if timerFD < 0 {
             let error = errno
             ev_loop_destroy(loop)
-            throw error == EMFILE || error == ENFILE ? .outOfFileDescriptors : .backendUnavailable("timerfd_create failed (errno \(error))")
+            wake.closeDescriptor()
+            throw Self.creationError("timerfd_create", error)
         }
         self.loop = loop
+        self.wake = wake
         self.timerFD = timerFD
         reasons = .allocate(capacity: 1)
         reasons.initialize(to: 0)
-        async = .allocate(capacity: 1)
+        wakeWatcher = .allocate(capacity: 1)
         deadlineWatcher = .allocate(capacity: 1)
-
-        clibev_async_init(async) { _, watcher, _ in
-            clibev_get_data(watcher).assumingMemoryBound(to: UInt32.self).pointee |= WakeReasons.wakeUp.rawValue
-        }
-        clibev_set_data(async, reasons)
-        ev_async_start(loop, async)
+        fallbackTimer = .allocate(capacity: 1)
+        backendFD = Self.backendDescriptor(expected: expected)
+        InternalDescriptors.insert([backendFD, wake.descriptor, timerFD].filter { $0 >= 0 })
 
         ev_set_userdata(loop, Unmanaged.passUnretained(self).toOpaque())
-        clibev_io_init(deadlineWatcher, { _, watcher, _ in
-            guard let watcher else { return }
+        clibev_io_init(wakeWatcher, { loop, watcher, revents in
+            guard let loop, let watcher else { return }
+            let backend = EvBackend.of(loop)
+            if revents & EvBackend.failed != 0 { return backend.internalWatcherFailed(watcher) }
+            backend.wake.drain()
+        }, wake.descriptor, Int32(EV_READ))
+        clibev_io_init(deadlineWatcher, { loop, watcher, revents in
+            guard let loop, let watcher else { return }
+            let backend = EvBackend.of(loop)
+            if revents & EvBackend.failed != 0 { return backend.internalWatcherFailed(watcher) }
             var expirations: UInt64 = 0
-            _ = read(watcher.pointee.fd, &expirations, 8)
-            clibev_get_data(watcher).assumingMemoryBound(to: UInt32.self).pointee |= WakeReasons.deadline.rawValue
+            while read(watcher.pointee.fd, &expirations, 8) < 0 && errno == EINTR {}
+            backend.reasons.pointee |= WakeReasons.deadline.rawValue
         }, timerFD, Int32(EV_READ))
-        clibev_set_data(deadlineWatcher, reasons)
-        ev_io_start(loop, deadlineWatcher)
+        clibev_timer_init(fallbackTimer, nil, 0, 0)
+        startInternalWatcher(wakeWatcher)
+        startInternalWatcher(deadlineWatcher)
 
-        // ev_async_start creates libev's eventfd lazily; the loop's descriptors must all exist now,
-        // so that running out of them is reported here and not at the first wake-up.
-        if !clibev_is_active(async).boolValue {
+        // libev calls epoll_ctl for new watchers inside its next ev_run: make that happen now, so
+        // that a refusal is reported here and not as a loop that never wakes.
+        ev_run(loop, Int32(EVRUN_NOWAIT))
+        hasUnflushedWatchers = false
+        if let failure = failedWatchers.first {
             destroy()
-            throw .outOfFileDescriptors
+            throw Self.creationError("epoll_ctl", failure.errno)
         }
+    }
+
+    /// libev's epoll descriptor: `expected` (the lowest free number just before `ev_loop_new`)
+    /// if it names an epoll instance, which it does unless another thread took that number in
+    /// between (a narrow race with a descriptor made on another thread); then -1, and that
+    /// loop's epoll descriptor is not known to ``InternalDescriptors``.
+    private static func backendDescriptor(expected: Int32) -> Int32 {
+        var target = [CChar](repeating: 0, count: 64)
+        let length = readlink("/proc/self/fd/\(expected)", &target, target.count - 1)
+        guard length > 0 else { return -1 }
+        let name = String(decoding: target[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return name == "anon_inode:[eventpoll]" ? expected : -1
+    }
+
+    /// The error for a failed creation call: out of descriptors, or the call and `errno` named.
+    private static func creationError(_ call: String, _ error: Int32) -> EvRunLoopError {
+        error == EMFILE || error == ENFILE
+            ? .outOfFileDescriptors : .backendUnavailable("\(call) failed: \(describe(errno: error))")
     }
 
     /// Sleeps until ``wakeUp()`` is called or the deadline set with ``setDeadline(_:)`` passes
@@ -101,29 +178,72 @@ final class EvBackend {
     func wait(poll: Bool) -> WakeReasons {
         reasons.pointee = 0
         if poll {
+            restartFailedWatchers()
+            armFallbackIfNeeded()
             ev_run(loop, Int32(EVRUN_NOWAIT))
+            hasUnflushedWatchers = false
+            takeWakeRequests()
         } else {
             // libev returns on its own every minute or so; that is not a wake-up (R30).
-            while reasons.pointee == 0 { ev_run(loop, Int32(EVRUN_ONCE)) }
+            while true {
+                restartFailedWatchers()
+                armFallbackIfNeeded()
+                let flushing = hasUnflushedWatchers
+                hasUnflushedWatchers = false
+                wake.setSleeping(true)
+                let block = !flushing && !wake.hasRequests && !deadlineUnarmed.load(ordering: .sequentiallyConsistent)
+                ev_run(loop, Int32(block ? EVRUN_ONCE : EVRUN_NOWAIT))
+                wake.setSleeping(false)
+                takeWakeRequests()
+                if reasons.pointee != 0 {
+                    pollFailures = 0
+                    break
+                }
+                if block { checkPollFailures() }
+            }
+        }
+        if fallbackTimerActive {
+            ev_timer_stop(loop, fallbackTimer)
+            fallbackTimerActive = false
         }
         return WakeReasons(rawValue: reasons.pointee)
     }
 
     /// Ends the current or next ``wait(poll:)`` at once. Safe from any thread.
     func wakeUp() {
-        if !destroyed { ev_async_send(loop, async) }
+        guard !destroyed, !wake.request(WakeSignal.wakeUp) else { return }
+        // The eventfd refused the write (a hard error): the request stays set; try again for a
+        // while, then stop rather than leave the loop asleep with work for it.
+        for _ in 0..<Self.retryLimit {
+            sched_yield()
+            if wake.kick() { return }
+        }
+        fatalError("EvRunLoop.wakeUp(): cannot write the loop's eventfd: \(describe(errno: errno))")
     }
 
     /// Arms the deadline (absolute, `CLOCK_MONOTONIC`); ``MonotonicTime/distantFuture`` disarms it.
+    /// If the timerfd refuses, the loop's next wait stands in for it with an `ev_timer`, so no
+    /// wait sleeps past `deadline`.
     func setDeadline(_ deadline: MonotonicTime) {
         guard !destroyed else { return }
+        let armed = self.deadline.withLock { requested in
+            requested = deadline
+            return arm(deadline)
+        }
+        guard !armed else { return }
+        deadlineUnarmed.store(true, ordering: .sequentiallyConsistent)
+        // From another thread while the loop sleeps: wake it so that it stands in for the timerfd.
+        if wake.isSleeping { wake.request(WakeSignal.deadlineChanged) }
+    }
+
+    private func arm(_ deadline: MonotonicTime) -> Bool {
         var spec = itimerspec()
         if deadline != .distantFuture {
             let ns = max(deadline.nanoseconds, 1)  // zero would disarm; the past fires at once
             spec.it_value.tv_sec = Int(ns / 1_000_000_000)
             spec.it_value.tv_nsec = Int(ns % 1_000_000_000)
         }
-        timerfd_settime(timerFD, Int32(TFD_TIMER_ABSTIME), &spec, nil)
+        return retryingEINTR { timerfd_settime(timerFD, Int32(TFD_TIMER_ABSTIME), &spec, nil) } == 0
     }
 
     /// Destroys the libev loop and closes every descriptor. Idempotent.
@@ -137,11 +257,15 @@ final class EvBackend {
             mainQueueWatcher.deallocate()
         }
         ev_io_stop(loop, deadlineWatcher)
-        ev_async_stop(loop, async)
+        ev_io_stop(loop, wakeWatcher)
+        ev_timer_stop(loop, fallbackTimer)
+        InternalDescriptors.remove([backendFD, wake.descriptor, timerFD].filter { $0 >= 0 })
         ev_loop_destroy(loop)
         close(timerFD)
-        async.deallocate()
+        wake.closeDescriptor()
+        wakeWatcher.deallocate()
         deadlineWatcher.deallocate()
+        fallbackTimer.deallocate()
         reasons.deallocate()
     }
 
@@ -149,8 +273,98 @@ final class EvBackend {
 
     /// Whether the calling thread is the process's main thread (on Linux its id is the pid).
     static var isMainThread: Bool { clibev_gettid() == getpid() }
+
+    static func of(_ loop: OpaquePointer) -> EvBackend {
+        Unmanaged<EvBackend>.fromOpaque(ev_userdata(loop)).takeUnretainedValue()
+    }
+
+    // MARK: Failures
+
+    /// Starts one of the loop's own watchers; its `epoll_ctl` happens in the next `ev_run`.
+    func startInternalWatcher(_ watcher: UnsafeMutablePointer<ev_io>) {
+        ev_io_start(loop, watcher)
+        hasUnflushedWatchers = true
+    }
+
+    /// libev stopped `watcher` after `epoll_ctl` failed for it (`ENOMEM`, `ENOSPC`): start it
+    /// again before the next wait.
+    func internalWatcherFailed(_ watcher: UnsafeMutablePointer<ev_io>) {
+        failedWatchers.append((watcher, errno))
+    }
+
+    /// Stops one of the loop's own watchers for good (or until started again).
+    func stopInternalWatcher(_ watcher: UnsafeMutablePointer<ev_io>) {
+        ev_io_stop(loop, watcher)
+        failedWatchers.removeAll { $0.watcher == watcher }
+    }
+
+    private func restartFailedWatchers() {
+        guard !failedWatchers.isEmpty else {
+            rearmFailures = 0
+            return
+        }
+        let failed = failedWatchers
+        failedWatchers.removeAll()
+        rearmFailures += 1
+        require(
+            rearmFailures <= Self.retryLimit,
+            "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): epoll_ctl keeps refusing the loop's own descriptor \(failed[0].watcher.pointee.fd): \(describe(errno: failed[0].errno))")
+        for (watcher, _) in failed where clibev_is_active(watcher) == 0 { startInternalWatcher(watcher) }
+    }
+
+    /// A timerfd that could not be armed is backed by an `ev_timer` for this wait (libev rounds
+    /// its timeout up to the millisecond: late by less than one, never by a whole sleep).
+    private func armFallbackIfNeeded() {
+        guard deadlineUnarmed.load(ordering: .sequentiallyConsistent),
+            deadlineUnarmed.exchange(false, ordering: .sequentiallyConsistent)
+        else { return }
+        let unarmed: MonotonicTime? = deadline.withLock { requested in arm(requested) ? nil : requested }
+        if fallbackTimerActive {
+            ev_timer_stop(loop, fallbackTimer)
+            fallbackTimerActive = false
+        }
+        guard let unarmed, unarmed != .distantFuture else { return }
+        let remaining = max(0, Double(unarmed.nanoseconds &- MonotonicTime.now().nanoseconds) / 1e9)
+        ev_now_update(loop)
+        clibev_timer_init(fallbackTimer, { loop, _, _ in
+            guard let loop else { return }
+            EvBackend.of(loop).reasons.pointee |= WakeReasons.deadline.rawValue
+        }, remaining, 0)
+        ev_timer_start(loop, fallbackTimer)
+        fallbackTimerActive = true
+    }
+
+    /// The requests made since the last look: a wake-up, signals that arrived.
+    private func takeWakeRequests() {
+        let requests = wake.takeRequests()
+        if requests & WakeSignal.wakeUp != 0 { reasons.pointee |= WakeReasons.wakeUp.rawValue }
+        if requests & WakeSignal.signalArrived != 0 { collectSignals() }
+    }
+
+    /// A blocking `ev_run` returned with nothing: libev's minute is up, or `epoll_wait` failed
+    /// (reported through ``SystemErrorHook``), which is retried unless it keeps failing.
+    private func checkPollFailures() {
+        let count = SystemErrorHook.count
+        guard count != seenSystemErrors else {
+            pollFailures = 0
+            return
+        }
+        seenSystemErrors = count
+        pollFailures += 1
+        require(
+            pollFailures <= Self.retryLimit,
+            "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): epoll_wait keeps failing: \(SystemErrorHook.lastMessage)")
+    }
 }
 
-extension Int32 {
-    fileprivate var boolValue: Bool { self != 0 }
+/// `body`'s result, calling it again while it fails with `EINTR`.
+func retryingEINTR(_ body: () -> Int32) -> Int32 {
+    var result = body()
+    while result < 0 && errno == EINTR { result = body() }
+    return result
+}
+
+/// `strerror` with the errno name's number: "Too many open files (errno 24)".
+func describe(errno error: Int32) -> String {
+    "\(String(cString: strerror(error))) (errno \(error))"
 }

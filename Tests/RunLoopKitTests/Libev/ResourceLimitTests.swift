@@ -1,6 +1,7 @@
 import Foundation
 import RunLoopKit
 import Testing
+import TestSupport
 
 @Suite struct ResourceLimitTests {
     /// Out of file descriptors, creating a loop throws `outOfFileDescriptors` (nothing crashes or
@@ -60,5 +61,58 @@ import Testing
             guard finished.wait(), survivorResult.get == .stopped else { exit(15) }
         }
         #expect(outcome?.exitStatus == .exitCode(0))
+    }
+
+    /// Issue 10, point 1: at every level of exhaustion — 0, 1, 2 … free descriptors — creating a
+    /// loop and starting a worker throw `outOfFileDescriptors`, and with enough free they work.
+    /// Before, with one or two free, libev's lazily created eventfd fell back to a pipe and
+    /// `ev_syserr` aborted the process ("error creating signal/async pipe"). In a child process.
+    @Test func everyLevelOfDescriptorExhaustionThrowsInsteadOfAborting() async {
+        await #expect(processExitsWith: .success) {
+            var limit = rlimit()
+            getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+            limit.rlim_cur = rlim_t(openFileDescriptorCount() + 32)
+            guard setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { exit(11) }
+            for free in 0...6 {
+                var hoard: [Int32] = []
+                while true {
+                    let fd = dup(2)
+                    if fd < 0 { break }
+                    hoard.append(fd)
+                }
+                for _ in 0..<free { close(hoard.removeLast()) }
+
+                // A loop on a fresh thread (torn down when the thread exits).
+                let loopOutcome = Box<String>("")
+                let thread = spawnThread {
+                    do throws(EvRunLoopError) {
+                        let loop = try EvRunLoop.forCurrentThread()
+                        loopOutcome.set(loop.run(mode: .default, timeout: .zero) == .finished ? "ok" : "bad run")
+                    } catch {
+                        loopOutcome.set("\(error)")
+                    }
+                }
+                pthread_join(thread, nil)
+
+                // A worker, whose thread makes its loop.
+                let worker = EvWorkerThread()
+                var workerOutcome = "ok"
+                do throws(EvWorkerThreadError) {
+                    try worker.start()
+                    worker.stop()
+                } catch {
+                    workerOutcome = "\(error)"
+                }
+                hoard.forEach { close($0) }
+
+                // A loop needs three descriptors: its epoll set, its eventfd and its timerfd.
+                let expected = free >= 3 ? "ok" : EvRunLoopError.outOfFileDescriptors.description
+                let expectedWorker = free >= 3 ? "ok" : EvWorkerThreadError.runLoopUnavailable(.outOfFileDescriptors).description
+                guard loopOutcome.get == expected, workerOutcome == expectedWorker else {
+                    print("free \(free): loop \(loopOutcome.get), worker \(workerOutcome)")
+                    exit(Int32(20 + free))
+                }
+            }
+        }
     }
 }

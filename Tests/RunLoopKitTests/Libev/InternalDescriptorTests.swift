@@ -1,0 +1,49 @@
+import Foundation
+import RunLoopKit
+import Testing
+import TestSupport
+
+/// A run loop's own descriptors cannot be watched as a caller's (issue 10, point 5).
+@Suite struct InternalDescriptorTests {
+    /// Each descriptor a new loop opens — libev's epoll set, the wake-up eventfd, the timerfd,
+    /// and the epoll set for callers' descriptors — is refused with a clear error. Before, they
+    /// were accepted, and watching the loop's epoll set aborted inside libev (`ELOOP`
+    /// assertion). In a child process, so that no other test opens descriptors meanwhile.
+    @Test func aLoopsOwnDescriptorsAreRefused() async {
+        await #expect(processExitsWith: .success) {
+            let before = Set((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [])
+            let outcomes = onLoopThread { loop -> [String] in
+                // A first descriptor source makes the loop's second epoll set (for callers' fds).
+                var pipeFDs: [Int32] = [0, 0]
+                guard pipe(&pipeFDs) == 0 else { exit(10) }
+                guard let first = try? EvFileDescriptorSource(fileDescriptor: pipeFDs[1], events: .writable, handler: { _ in }) else { exit(11) }
+                loop.add(first, forMode: .default)
+                _ = loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true)
+                let now = Set((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [])
+                let opened = now.subtracting(before).compactMap { Int32($0) }.filter { !pipeFDs.contains($0) }
+                var outcomes: [String] = []
+                for fd in opened.sorted() {
+                    let link = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)")) ?? "?"
+                    guard link.hasPrefix("anon_inode:") else { continue }  // the directory listing's own
+                    do {
+                        let source = try EvFileDescriptorSource(fileDescriptor: fd, events: .readable) { _ in }
+                        loop.add(source, forMode: .default)
+                        _ = loop.run(mode: .default, timeout: .zero)
+                        outcomes.append("\(link) accepted")
+                    } catch {
+                        outcomes.append("\(link) refused: \(error)")
+                    }
+                }
+                first.invalidate()
+                close(pipeFDs[0])
+                close(pipeFDs[1])
+                return outcomes
+            }
+            // Two epoll sets, the eventfd and the timerfd, each refused.
+            guard outcomes.count == 4, outcomes.allSatisfy({ $0.contains("refused") && $0.contains("belongs to a run loop") }) else {
+                print(outcomes)
+                exit(12)
+            }
+        }
+    }
+}
