@@ -26,10 +26,10 @@ let worker = EvWorkerThread(name: "net-worker")
 try worker.start()
 print("1. worker started, state \(worker.state)")
 
-// 2. Fire-and-forget work from any thread runs on the worker, in submission order.
+// 2. Fire-and-forget work (execute) from any thread runs on the worker, in submission order.
 let workerLoop = worker.runLoop!
 for beat in 1...3 {
-    try worker.submit {
+    try worker.execute {
         let onWorker = EvRunLoop.current === workerLoop
         print("2. heartbeat \(beat) sent from the worker thread: \(onWorker)")
     }
@@ -46,7 +46,7 @@ do {
 
 // 4. A timer on the worker's own loop works too: the thread is kept alive between items.
 let fired = DispatchSemaphore(value: 0)
-try worker.submit {
+try worker.execute {
     EvRunLoop.current.add(EvTimer(after: .milliseconds(20)) { _ in
         print("4. a timer fired on the kept-alive worker")
         fired.signal()
@@ -55,11 +55,11 @@ try worker.submit {
 fired.wait()
 
 // 5. stop() runs what was already submitted, then ends the thread (and joins it).
-try worker.submit { print("5. last item, queued before stop, still runs") }
+try worker.execute { print("5. last item, queued before stop, still runs") }
 worker.stop()
 print("5. worker stopped, state \(worker.state)")
 do {
-    try worker.submit { print("never printed") }
+    try worker.execute { print("never printed") }
 } catch {
     print("5. submitting after stop is an error, not a silent drop: \(error)")
 }

@@ -55,6 +55,26 @@ extension EvRunLoop {
         wakeUp()
     }
 
+    /// Runs `work` on this loop's thread in one of `modes` and returns at once (fire-and-forget):
+    /// the cross-thread call, SwiftNIO's `execute`. The work is scheduled as a perform-block
+    /// (R54, R55) and the loop is woken for it, unlike ``perform(inModes:_:)``, which keeps
+    /// CF's semantics and does not wake it (R56, C101).
+    ///
+    /// - Parameters:
+    ///   - modes: the modes the work may run in (``Mode/common`` = whichever common mode runs, R15).
+    ///   - work: runs once, on the loop's thread.
+    /// - Thread: any. On the loop's own thread the work runs in a later blocks step, not at once.
+    /// - Throws: ``EvPerformError/loopExited`` if the loop's thread has already exited. Work that is
+    ///   still pending when the thread exits is dropped with the loop; use ``submit(inModes:_:)``
+    ///   to learn whether it ran.
+    /// - Precondition: `modes` is not empty.
+    public func execute(inModes modes: [Mode] = [.common], _ work: @escaping @Sendable () -> Void) throws(EvPerformError) {
+        require(!modes.isEmpty, "EvRunLoop.execute(inModes:_:): modes must not be empty")
+        guard !threadHasExited else { throw .loopExited }
+        perform(inModes: modes, work)
+        wakeUp()
+    }
+
     /// Runs `body` on this loop's thread in one of `modes` and returns its value, or rethrows
     /// its error, once it has run (perform with waitUntilDone, carrying a result).
     ///
@@ -91,9 +111,9 @@ final class PerformCompletion<T: Sendable>: Sendable {
 
     /// The block to schedule: runs `body` and records its outcome.
     func block(_ body: @escaping @Sendable () throws -> T) -> @Sendable () -> Void {
-        let sentinel = DropSentinel(self)
+        let sentinel = DropSentinel<T> { [self] in finish($0) }
         return {
-            sentinel.completion.finish(Result { try body() })
+            sentinel.finish(Result { try body() })
         }
     }
 
@@ -114,9 +134,39 @@ final class PerformCompletion<T: Sendable>: Sendable {
     }
 }
 
+/// The result of one submitted closure, handed from the loop's thread to the awaiting task.
+///
+/// Like ``PerformCompletion``, its block owns a ``DropSentinel``, so a block the loop drops with
+/// its thread (R4) resumes the task with ``EvPerformError/loopExited``: the continuation is
+/// resumed exactly once, never leaked.
+final class AsyncCompletion<T: Sendable>: Sendable {
+    private let continuation: Locked<CheckedContinuation<T, any Error>?>
+
+    init(_ continuation: CheckedContinuation<T, any Error>) {
+        self.continuation = Locked(continuation)
+    }
+
+    /// The block to schedule: runs `body` and resumes the task with its outcome.
+    func block(_ body: @escaping @Sendable () throws -> T) -> @Sendable () -> Void {
+        let sentinel = DropSentinel<T> { [self] in finish($0) }
+        return {
+            sentinel.finish(Result { try body() })
+        }
+    }
+
+    /// Resumes the task with the first outcome; later ones are ignored.
+    func finish(_ outcome: Result<T, any Error>) {
+        let taken = continuation.withLock { continuation in
+            defer { continuation = nil }
+            return continuation
+        }
+        taken?.resume(with: outcome)
+    }
+}
+
 /// Completes its request with ``EvPerformError/loopExited`` when released before the request ran.
 final class DropSentinel<T: Sendable>: Sendable {
-    let completion: PerformCompletion<T>
-    init(_ completion: PerformCompletion<T>) { self.completion = completion }
-    deinit { completion.finish(.failure(EvPerformError.loopExited)) }
+    let finish: @Sendable (Result<T, any Error>) -> Void
+    init(_ finish: @escaping @Sendable (Result<T, any Error>) -> Void) { self.finish = finish }
+    deinit { finish(.failure(EvPerformError.loopExited)) }
 }

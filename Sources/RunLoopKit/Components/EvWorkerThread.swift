@@ -94,15 +94,44 @@ public final class EvWorkerThread: Sendable {
     /// Where the worker is in its life.
     public var state: State { core.shared.withLock { $0.state } }
 
-    /// Schedules `work` to run on the worker thread and returns at once (fire-and-forget).
+    /// Schedules `work` to run on the worker thread and returns at once (fire-and-forget, SwiftNIO's
+    /// `execute`); the worker's loop is woken for it.
     ///
     /// Items run in submission order, each once, in the worker loop's common modes.
     ///
+    /// - Parameter work: runs once, on the worker thread.
     /// - Thread: any, including the worker itself (the item then runs after the current one).
     /// - Throws: ``EvWorkerThreadError/notStarted`` before ``start()``;
     ///   ``EvWorkerThreadError/stopped`` once ``stop(waitUntilExited:)`` was called.
-    public func submit(_ work: @escaping @Sendable () -> Void) throws(EvWorkerThreadError) {
+    public func execute(_ work: @escaping @Sendable () -> Void) throws(EvWorkerThreadError) {
         try core.submit(work)
+    }
+
+    /// Runs `work` on the worker thread and returns its value or rethrows its error (SwiftNIO's
+    /// `submit`); the calling task is suspended meanwhile, no thread is blocked. Items run in
+    /// submission order with those of ``execute(_:)``.
+    ///
+    /// - Parameter work: runs once, on the worker thread.
+    /// - Returns: what `work` returned.
+    /// - Thread: any async context.
+    /// - Throws: ``EvWorkerThreadError`` when the worker does not accept work (not started,
+    ///   stopped); ``EvPerformError/loopExited`` if the worker's thread ended before `work` ran;
+    ///   otherwise whatever `work` throws.
+    public func submit<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try core.checkAcceptsWork()
+        return try await withCheckedThrowingContinuation { continuation in
+            let completion = AsyncCompletion(continuation)
+            let block = completion.block(work)
+            withExtendedLifetime(block) {
+                do {
+                    try core.submit(block)
+                } catch {
+                    // Refused (stopped meanwhile): report that before the unqueued block's release
+                    // reports loopExited (the first outcome wins).
+                    completion.finish(.failure(error))
+                }
+            }
+        }
     }
 
     /// Runs `work` on the worker thread and waits for it: returns its value or rethrows its error.
@@ -220,7 +249,7 @@ final class WorkerCore: Sendable {
         }
     }
 
-    /// Throws what ``submit(_:)`` would throw, without submitting anything.
+    /// Throws what ``EvWorkerThread/execute(_:)`` would throw, without submitting anything.
     func checkAcceptsWork() throws(EvWorkerThreadError) {
         switch shared.withLock({ $0.state }) {
         case .idle: throw .notStarted

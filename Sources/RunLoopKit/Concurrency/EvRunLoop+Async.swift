@@ -2,24 +2,30 @@ import Synchronization
 
 extension EvRunLoop {
     /// Runs `body` on the loop's thread in one of `modes` and returns its value, or rethrows its
-    /// error. Schedules a perform-block and wakes the loop. Call from any thread's async context.
+    /// error (SwiftNIO's `submit`). Schedules a perform-block and wakes the loop; the calling task
+    /// is suspended, no thread is blocked. For work whose result nobody awaits, use
+    /// ``execute(inModes:_:)``.
     ///
-    /// If the loop's thread has exited, `body` never runs and this never returns; use it with
-    /// loops whose threads outlive the call (a worker thread, the main loop).
-    public func execute<T: Sendable, E: Error>(
-        inModes modes: [Mode] = [.common], _ body: @escaping @Sendable () throws(E) -> T
-    ) async throws(E) -> T {
-        let result: Result<T, E> = await withCheckedContinuation { continuation in
-            perform(inModes: modes) {
-                do throws(E) {
-                    continuation.resume(returning: .success(try body()))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
+    /// - Parameters:
+    ///   - modes: the modes `body` may run in (``Mode/common`` = whichever common mode runs, R15).
+    ///   - body: runs once, on the loop's thread.
+    /// - Returns: what `body` returned.
+    /// - Thread: any async context, the loop's own thread included (`body` then runs in the
+    ///   loop's next blocks step).
+    /// - Throws: ``EvPerformError/loopExited`` if the loop's thread has exited, or exits before
+    ///   `body` ran (R4): the task is resumed, never left waiting. Otherwise whatever `body` throws.
+    /// - Precondition: `modes` is not empty.
+    public func submit<T: Sendable>(
+        inModes modes: [Mode] = [.common], _ body: @escaping @Sendable () throws -> T
+    ) async throws -> T {
+        require(!modes.isEmpty, "EvRunLoop.submit(inModes:_:): modes must not be empty")
+        guard !threadHasExited else { throw EvPerformError.loopExited }
+        return try await withCheckedThrowingContinuation { continuation in
+            // A block scheduled after the loop closed its queue is released at once: its
+            // sentinel then resumes the task with loopExited.
+            perform(inModes: modes, AsyncCompletion(continuation).block(body))
             wakeUp()
         }
-        return try result.get()
     }
 
     /// The fire dates of a repeating timer on this loop, as an asynchronous sequence.

@@ -1,3 +1,6 @@
+import Dispatch
+import Synchronization
+
 /// A Swift concurrency executor backed by a run loop: jobs run on the loop's thread, one at a
 /// time, in the loop's common modes (as perform-blocks, R15, R54).
 ///
@@ -13,22 +16,42 @@
 /// ```
 ///
 /// The executor is also a `TaskExecutor`, for `Task(executorPreference:)`. Jobs only run while the
-/// loop runs a common mode; jobs sent after the loop's thread exited are dropped with the loop.
+/// loop runs a common mode. Once the loop's thread has exited (R4), jobs sent to it — and jobs it
+/// dropped with its thread — run one at a time on a private serial dispatch queue instead, off the
+/// loop's thread: an `await` on a pinned actor returns rather than waiting forever.
 public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
     /// The loop the jobs run on.
     public let loop: EvRunLoop
+    /// Where jobs run once the loop's thread has exited; made on first need.
+    private let orphanage = Locked<DispatchQueue?>(nil)
 
     /// An executor running jobs on `loop`'s thread.
     public init(_ loop: EvRunLoop) {
         self.loop = loop
     }
 
-    /// Schedules `job` on the loop's common modes and wakes the loop. Safe from any thread.
+    /// Schedules `job` on the loop's common modes and wakes the loop. Safe from any thread. On a
+    /// loop whose thread has exited, the job runs on the executor's private serial queue.
+    ///
+    /// - Parameter job: the job to run.
     public func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = asUnownedSerialExecutor()
-        loop.perform(inModes: [.common]) { job.runSynchronously(on: executor) }
+        let pending = PendingJob(UnownedJob(job), self)
+        guard !loop.threadHasExited else { return }  // released here: runs on the orphanage
+        // A block the loop drops with its thread releases the job unrun: it then runs there too.
+        loop.perform(inModes: [.common]) { pending.run() }
         loop.wakeUp()
+    }
+
+    /// Runs `job` on the private serial queue that stands in for the exited loop's thread.
+    fileprivate func runOrphaned(_ job: UnownedJob) {
+        let queue = orphanage.withLock { queue in
+            if let queue { return queue }
+            let created = DispatchQueue(label: "RunLoopKit.EvRunLoopExecutor.orphaned")
+            queue = created
+            return created
+        }
+        let executor = asUnownedSerialExecutor()
+        queue.async { job.runSynchronously(on: executor) }
     }
 
     /// This executor, compared by ``isSameExclusiveExecutionContext(other:)`` (same loop, same thread).
@@ -41,8 +64,37 @@ public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
         other.loop === loop
     }
 
-    /// Stops with a message unless called on the loop's thread (for `assumeIsolated`).
+    /// Stops with a message unless called on the loop's thread (for `assumeIsolated`) — or, once
+    /// the loop's thread has exited, on the queue that runs its jobs instead.
     public func checkIsolated() {
+        if loop.threadHasExited, let queue = orphanage.withLock({ $0 }) {
+            dispatchPrecondition(condition: .onQueue(queue))
+            return
+        }
         loop.preconditionOwnThread("EvRunLoopExecutor.checkIsolated()")
+    }
+}
+
+/// One job on its way to the loop. If the loop never runs it — its thread exited first, or exits
+/// with the job still queued (R4) — the last release hands the job to the executor's stand-in
+/// queue, so the task it belongs to is resumed instead of lost.
+private final class PendingJob: Sendable {
+    private let job: UnownedJob
+    private let executor: EvRunLoopExecutor
+    private let ran = Atomic<Bool>(false)
+
+    init(_ job: UnownedJob, _ executor: EvRunLoopExecutor) {
+        self.job = job
+        self.executor = executor
+    }
+
+    /// Runs the job on the loop's thread.
+    func run() {
+        ran.store(true, ordering: .relaxed)
+        job.runSynchronously(on: executor.asUnownedSerialExecutor())
+    }
+
+    deinit {
+        if !ran.load(ordering: .relaxed) { executor.runOrphaned(job) }
     }
 }

@@ -49,6 +49,24 @@ private func exitedLoop() -> EvRunLoop {
         #expect(log.all == ["block on loop thread", "perform returned", "run stopped"])
     }
 
+    /// C101: `perform` does not wake a sleeping loop; `execute` is the cross-thread call that does.
+    @Test func executeFromAnotherThreadWakesTheSleepingLoop() throws {
+        let log = EventLog<String>()
+        let asleep = Latch()
+        let (loop, finished) = startLoopThread { loop in
+            loop.add(keepAliveTimer(), forMode: .default)
+            loop.add(once(.beforeWaiting) { asleep.open() }, forMode: .default)
+            log.append("run \(loop.run(mode: .default, timeout: .seconds(120)))")
+        }
+        #expect(asleep.wait())
+        try loop.execute {
+            log.append(EvRunLoop.current === loop ? "work on loop thread" : "work elsewhere")
+            EvRunLoop.current.stop()
+        }
+        #expect(finished.wait(timeout: 60))
+        #expect(log.all == ["work on loop thread", "run stopped"])
+    }
+
     @Test func performAndWaitAcrossThreadsReturnsTheValueOrRethrows() throws {
         struct Failure: Error, Equatable {}
         let (loop, finished) = startLoopThread { loop in

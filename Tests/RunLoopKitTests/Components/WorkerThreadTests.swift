@@ -15,7 +15,7 @@ import Testing
         let ranOnWorkerLoop = Box(true)
         let done = Latch()
         for index in 0..<100 {
-            try worker.submit {
+            try worker.execute {
                 if EvRunLoop.current !== workerLoop { ranOnWorkerLoop.set(false) }
                 log.append(index)
                 if index == 99 { done.open() }
@@ -59,10 +59,21 @@ import Testing
         worker.stop()
     }
 
+    @Test func asyncSubmitReturnsTheValueOrRethrowsWithoutBlockingTheCaller() async throws {
+        struct Oops: Error, Equatable { let code: Int }
+        let worker = EvWorkerThread()
+        try worker.start()
+        let loop = try #require(worker.runLoop)
+        #expect(try await worker.submit { EvRunLoop.current === loop ? 42 : -1 } == 42)
+        await #expect(throws: Oops(code: 3)) { try await worker.submit { () throws -> Int in throw Oops(code: 3) } }
+        worker.stop()
+        await #expect(throws: EvWorkerThreadError.stopped) { try await worker.submit { 1 } }
+    }
+
     @Test func submitBeforeStartThrowsNotStarted() {
         let worker = EvWorkerThread()
         #expect(worker.state == .idle)
-        #expect(throws: EvWorkerThreadError.notStarted) { try worker.submit {} }
+        #expect(throws: EvWorkerThreadError.notStarted) { try worker.execute {} }
         #expect(throws: EvWorkerThreadError.notStarted) { try worker.submitAndWait { 1 } }
         #expect(worker.runLoop == nil)
     }
@@ -74,7 +85,7 @@ import Testing
         #expect(worker.state == .stopped)
         #expect(worker.runLoop == nil)
         let ran = Box(false)
-        #expect(throws: EvWorkerThreadError.stopped) { try worker.submit { ran.set(true) } }
+        #expect(throws: EvWorkerThreadError.stopped) { try worker.execute { ran.set(true) } }
         #expect(throws: EvWorkerThreadError.stopped) { try worker.submitAndWait { ran.set(true) } }
         #expect(ran.get == false)
     }
@@ -101,12 +112,12 @@ import Testing
         let loopTornDown = Latch()
         // R4: the worker's loop is finalised when its thread exits; a source's cancel callout says so.
         loop.add(EvSource(cancel: { _, _ in loopTornDown.open() }) {}, forMode: .default)
-        try worker.submit { release.wait() }  // holds the queue until the stop request is in
-        for index in 0..<50 { try worker.submit { log.append(index) } }
+        try worker.execute { release.wait() }  // holds the queue until the stop request is in
+        for index in 0..<50 { try worker.execute { log.append(index) } }
 
         worker.stop(waitUntilExited: false)
         #expect(worker.state == .stopping)
-        #expect(throws: EvWorkerThreadError.stopped) { try worker.submit { log.append(-1) } }
+        #expect(throws: EvWorkerThreadError.stopped) { try worker.execute { log.append(-1) } }
         #expect(log.count == 0)
 
         release.open()
@@ -122,15 +133,15 @@ import Testing
         let release = Latch()
         let log = EventLog<String>()
         let lastRan = Latch()
-        try worker.submit {
+        try worker.execute {
             release.wait()
             worker.stop()  // on the worker itself: must not wait for itself
             log.append("stop requested")
-            if (try? worker.submit { log.append("late") }) == nil { log.append("late refused") }
+            if (try? worker.execute { log.append("late") }) == nil { log.append("late refused") }
             if (try? worker.submitAndWait { log.append("late inline") }) == nil { log.append("late inline refused") }
         }
-        try worker.submit { log.append("queued before stop") }
-        try worker.submit {
+        try worker.execute { log.append("queued before stop") }
+        try worker.execute {
             log.append("last")
             lastRan.open()
         }
@@ -145,7 +156,7 @@ import Testing
         let worker = EvWorkerThread()
         try worker.start()
         let release = Latch()
-        try worker.submit { release.wait() }
+        try worker.execute { release.wait() }
         let returned = EventLog<EvWorkerThread.State>()
         let stoppers = (0..<4).map { _ in
             startLoopThread { _ in
@@ -166,7 +177,7 @@ import Testing
             try worker.start()
             let loop = try #require(worker.runLoop)
             loop.add(EvSource(cancel: { _, _ in loopTornDown.open() }) {}, forMode: .default)
-            for index in 0..<10 { try worker.submit { log.append(index) } }
+            for index in 0..<10 { try worker.execute { log.append(index) } }
         }  // the last reference goes here: deinit stops and joins the thread
         #expect(loopTornDown.wait(timeout: 0))
         #expect(log.all == Array(0..<10))
@@ -182,7 +193,7 @@ import Testing
             let loop = try #require(worker.runLoop)
             loop.add(EvSource(cancel: { _, _ in loopTornDown.open() }) {}, forMode: .default)
             holder.set(worker)
-            try worker.submit {
+            try worker.execute {
                 release.wait()
                 holder.set(nil)  // the last reference, dropped on the worker thread: must not self-join
             }
@@ -196,7 +207,7 @@ import Testing
         try worker.start()
         let nestedEntered = Latch()
         let nestedResult = Box<EvRunLoop.RunResult?>(nil)
-        try worker.submit {
+        try worker.execute {
             nestedEntered.open()
             // A nested run of the default mode (R58): stop's final block runs inside it.
             nestedResult.set(EvRunLoop.current.run(mode: .default))
@@ -211,7 +222,7 @@ import Testing
         let worker = EvWorkerThread()
         try worker.start()
         let fired = Latch()
-        try worker.submit {
+        try worker.execute {
             EvRunLoop.current.add(EvTimer(after: .milliseconds(1)) { _ in fired.open() }, forMode: .default)
         }
         #expect(fired.wait())

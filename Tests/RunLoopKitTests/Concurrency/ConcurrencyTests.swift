@@ -46,12 +46,12 @@ private struct Failure: Error, Equatable { let code: Int }
         #expect(finished.wait())
     }
 
-    @Test func executeReturnsTheValueOrRethrowsTheError() async throws {
+    @Test func submitReturnsTheValueOrRethrowsTheError() async throws {
         let (loop, thread, finished) = runningLoop()
-        let ranOn = await loop.execute { pthread_self() }
+        let ranOn = try await loop.submit { pthread_self() }
         #expect(pthread_equal(ranOn, thread) != 0)
         await #expect(throws: Failure(code: 7)) {
-            try await loop.execute { () throws(Failure) -> Int in throw Failure(code: 7) }
+            try await loop.submit { () throws(Failure) -> Int in throw Failure(code: 7) }
         }
         loop.stop()
         #expect(finished.wait())

@@ -89,14 +89,14 @@ struct ThreadLeakMeasurement {
         if concurrently {
             let workers = (0..<count).map { _ in EvWorkerThread(stackSize: 256 << 10) }
             for worker in workers { try worker.start() }
-            for worker in workers { try worker.submit {} }
+            for worker in workers { try worker.execute {} }
             for (index, worker) in workers.enumerated() { #expect(try worker.submitAndWait { index } == index) }
             for worker in workers { worker.stop() }
         } else {
             for index in 0..<count {
                 let worker = EvWorkerThread(stackSize: 256 << 10)
                 try worker.start()
-                try worker.submit {}
+                try worker.execute {}
                 let echoed = try worker.submitAndWait { index }
                 if echoed != index { Issue.record("worker \(index) answered \(echoed)") }
                 worker.stop()

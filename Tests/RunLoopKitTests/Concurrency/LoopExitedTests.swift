@@ -1,0 +1,79 @@
+import Foundation
+import RunLoopKit
+import Testing
+
+/// An actor whose jobs run on a run loop's thread.
+private actor PinnedEcho {
+    let executor: EvRunLoopExecutor
+    init(loop: EvRunLoop) { executor = EvRunLoopExecutor(loop) }
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    func echo(_ value: Int) -> Int { value }
+}
+
+/// Runs `body` in a detached task and returns its outcome, or `nil` if it has none within
+/// `seconds` (a safety net: a hang shows up as `nil` instead of hanging the test). The waiting is
+/// done by a plain thread, so no cooperative thread is blocked.
+private func outcome(timeout seconds: Double = 20, _ body: @escaping @Sendable () async throws -> Int) async -> String? {
+    let result = Box<String?>(nil)
+    let done = Latch()
+    Task.detached {
+        do { result.set("value \(try await body())") } catch { result.set("\(error)") }
+        done.open()
+    }
+    return await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: done.wait(timeout: seconds) ? result.get : nil) }.start()
+    }
+}
+
+/// Nothing awaited on a loop waits forever once the loop's thread has exited (R4).
+@Suite struct LoopExitedTests {
+    /// A loop whose thread has exited and been torn down.
+    private func exitedLoop() -> EvRunLoop {
+        let tornDown = Latch()
+        let loop = onLoopThread { loop in
+            loop.add(EvSource(cancel: { _, _ in tornDown.open() }) {}, forMode: .default)
+            return loop
+        }
+        precondition(tornDown.wait(), "loop was not torn down")
+        return loop
+    }
+
+    @Test func submitOntoAnExitedLoopThrowsLoopExited() async {
+        let loop = exitedLoop()
+        #expect(await outcome { try await loop.submit { 1 } } == "\(EvPerformError.loopExited)")
+    }
+
+    @Test func executeOntoAnExitedLoopThrowsLoopExited() {
+        let loop = exitedLoop()
+        #expect(throws: EvPerformError.loopExited) { try loop.execute {} }
+    }
+
+    /// The loop's thread parks in a mode that is not common, so a `.common` block stays pending;
+    /// the wake-up of the submit ends that run and the thread exits with the block still queued.
+    private func loopExitingOnItsNextWakeUp() -> (loop: EvRunLoop, finished: Latch) {
+        startLoopThread { loop in
+            let parked = EvRunLoop.Mode("parked")
+            loop.add(keepAliveTimer(), forMode: parked)
+            loop.add(once(.afterWaiting) { loop.stop() }, forMode: parked)
+            loop.run(mode: parked, timeout: .seconds(30))
+        }
+    }
+
+    @Test func submitStillPendingWhenTheLoopExitsThrowsLoopExited() async {
+        let (loop, finished) = loopExitingOnItsNextWakeUp()
+        #expect(await outcome { try await loop.submit { 1 } } == "\(EvPerformError.loopExited)")
+        #expect(finished.wait())
+    }
+
+    @Test func actorHopOntoAnExitedLoopResumes() async {
+        let echo = PinnedEcho(loop: exitedLoop())
+        #expect(await outcome { await echo.echo(7) } == "value 7")
+    }
+
+    @Test func actorJobStillPendingWhenTheLoopExitsResumes() async {
+        let (loop, finished) = loopExitingOnItsNextWakeUp()
+        let echo = PinnedEcho(loop: loop)
+        #expect(await outcome { await echo.echo(8) } == "value 8")
+        #expect(finished.wait())
+    }
+}
