@@ -64,14 +64,14 @@ extension EvRunLoop {
     ///   - modes: the modes the work may run in (``Mode/common`` = whichever common mode runs, R15).
     ///   - work: runs once, on the loop's thread.
     /// - Thread: any. On the loop's own thread the work runs in a later blocks step, not at once.
-    /// - Throws: ``EvPerformError/loopExited`` if the loop's thread has already exited. Work that is
+    /// - Throws: ``EvPerformError/loopExited`` if the loop's thread has exited (decided atomically
+    ///   with the loop's teardown, as for ``perform(inModes:waitUntilDone:_:)``). Work that is
     ///   still pending when the thread exits is dropped with the loop; use ``submit(inModes:_:)``
     ///   to learn whether it ran.
     /// - Precondition: `modes` is not empty.
     public func execute(inModes modes: [Mode] = [.common], _ work: @escaping @Sendable () -> Void) throws(EvPerformError) {
         require(!modes.isEmpty, "EvRunLoop.execute(inModes:_:): modes must not be empty")
-        guard !threadHasExited else { throw .loopExited }
-        perform(inModes: modes, work)
+        guard enqueueBlock(inModes: modes, work) else { throw .loopExited }
         wakeUp()
     }
 

@@ -19,12 +19,10 @@ extension EvRunLoop {
         inModes modes: [Mode] = [.common], _ body: @escaping @Sendable () throws -> T
     ) async throws -> T {
         require(!modes.isEmpty, "EvRunLoop.submit(inModes:_:): modes must not be empty")
-        guard !threadHasExited else { throw EvPerformError.loopExited }
         return try await withCheckedThrowingContinuation { continuation in
-            // A block scheduled after the loop closed its queue is released at once: its
-            // sentinel then resumes the task with loopExited.
-            perform(inModes: modes, AsyncCompletion(continuation).block(body))
-            wakeUp()
+            // A block the loop refuses (its thread has exited) or drops with its thread is
+            // released unrun: its sentinel then resumes the task with loopExited.
+            if enqueueBlock(inModes: modes, AsyncCompletion(continuation).block(body)) { wakeUp() }
         }
     }
 

@@ -36,10 +36,9 @@ public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
     /// - Parameter job: the job to run.
     public func enqueue(_ job: consuming ExecutorJob) {
         let pending = PendingJob(UnownedJob(job), self)
-        guard !loop.threadHasExited else { return }  // released here: runs on the orphanage
-        // A block the loop drops with its thread releases the job unrun: it then runs there too.
-        loop.perform(inModes: [.common]) { pending.run() }
-        loop.wakeUp()
+        // A block the loop refuses (its thread has exited) or drops with its thread releases the
+        // job unrun: it then runs on the stand-in queue.
+        if loop.enqueueBlock(inModes: [.common], { pending.run() }) { loop.wakeUp() }
     }
 
     /// Runs `job` on the private serial queue that stands in for the exited loop's thread.
