@@ -66,7 +66,7 @@ import Testing
         let loop = try #require(worker.runLoop)
         #expect(try await worker.submit { EvRunLoop.current === loop ? 42 : -1 } == 42)
         await #expect(throws: Oops(code: 3)) { try await worker.submit { () throws -> Int in throw Oops(code: 3) } }
-        worker.stop()
+        await worker.stop()
         await #expect(throws: EvWorkerThreadError.stopped) { try await worker.submit { 1 } }
     }
 

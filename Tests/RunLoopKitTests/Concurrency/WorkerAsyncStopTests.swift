@@ -10,7 +10,7 @@ import Testing
         try worker.start()
         let loop = try worker.submitAndWait { EvRunLoop.current }
         let log = EventLog<Int>()
-        for index in 0..<10 { try worker.submit { log.append(index) } }
+        for index in 0..<10 { try worker.execute { log.append(index) } }
         await worker.stop()
         #expect(log.all == Array(0..<10))
         #expect(worker.state == .stopped)
@@ -29,7 +29,7 @@ import Testing
         let workers = (0..<8).map { EvWorkerThread(name: "async-stop-\($0)") }
         for (index, worker) in workers.enumerated() {
             try worker.start()
-            try worker.submit { if !release.wait(timeout: 10) { timedOut.append(index) } }
+            try worker.execute { if !release.wait(timeout: 10) { timedOut.append(index) } }
         }
         await withTaskGroup(of: Void.self) { group in
             for worker in workers { group.addTask { await worker.stop() } }
