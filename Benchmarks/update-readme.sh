@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 section=$(mktemp)
 trap 'rm -f "$section"' EXIT
+rm -f Benchmarks/.build/release.yaml  # see the Makefile's BENCH
 swift run --package-path Benchmarks -c release runloop-bench --markdown "$section" "$@"
 awk -v section="$section" '
     /<!-- PERFORMANCE:BEGIN/ { print; while ((getline line < section) > 0) print line; skipping = 1; next }

@@ -79,7 +79,10 @@ protocol HopTarget: Actor {
 
 /// A default actor: its jobs run on the Swift runtime's global concurrent executor.
 actor PlainActor: HopTarget {
-    func ping() {}
+    private var pings = 0
+
+    /// Touches the actor's state, so the compiler cannot drop the hop.
+    func ping() { pings &+= 1 }
 }
 
 #if canImport(RunLoopKit)
@@ -93,6 +96,9 @@ actor LoopPinnedActor: HopTarget {
 
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
-    func ping() {}
+    private var pings = 0
+
+    /// Touches the actor's state, so the compiler cannot drop the hop.
+    func ping() { pings &+= 1 }
 }
 #endif

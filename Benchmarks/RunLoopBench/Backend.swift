@@ -9,6 +9,11 @@ enum BackendID: String, CaseIterable, Codable, Sendable, Comparable {
     case libevIOURing = "libev-uring"
     /// The real CFRunLoop inside Swift's Foundation on Linux.
     case cf
+    /// SwiftNIO's event loop (a one-thread `MultiThreadedEventLoopGroup`): a peer, not a
+    /// `Backend` (see `Peers`).
+    case nio
+    /// A libdispatch serial queue: a peer, not a `Backend` (see `Peers`).
+    case dispatch
     /// Not a run loop: a plain (default) actor of the Swift runtime, the baseline of scenario
     /// `actorhop`. No `Backend` implements it; only that scenario measures it.
     case defaultActor = "default-actor"
@@ -20,12 +25,20 @@ enum BackendID: String, CaseIterable, Codable, Sendable, Comparable {
         case .libev: "libev"
         case .libevIOURing: "libev io_uring"
         case .cf: "CFRunLoop"
+        case .nio: "SwiftNIO"
+        case .dispatch: "libdispatch"
         case .defaultActor: "default actor"
         }
     }
 
     /// Name in ratio headings.
-    var shortTitle: String { self == .cf ? "CF" : title }
+    var shortTitle: String {
+        switch self {
+        case .cf: "CF"
+        case .nio: "NIO"
+        default: title
+        }
+    }
 
     static func < (a: BackendID, b: BackendID) -> Bool {
         allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!

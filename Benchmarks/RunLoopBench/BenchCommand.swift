@@ -8,7 +8,7 @@ struct RunLoopBenchCommand: ParsableCommand {
         commandName: "runloop-bench",
         abstract: "Measure RunLoopKit against raw libev and the real CFRunLoop, in one process and one run.",
         discussion: HelpText.overview,
-        subcommands: [RunCommand.self, GateCommand.self, FootprintChildCommand.self],
+        subcommands: [RunCommand.self, GateCommand.self, FootprintChildCommand.self, InstructionsChildCommand.self],
         defaultSubcommand: RunCommand.self)
 }
 
@@ -75,5 +75,27 @@ struct FootprintChildCommand: ParsableCommand {
         let sample = FootprintScenario.measureInThisProcess(backend: chosen, loops: loops)
         let data = try JSONEncoder().encode(sample)
         FileHandle.standardOutput.write(data)
+    }
+}
+
+extension InstructionOperation: ExpressibleByArgument {}
+
+/// Scenario instructions' child process, run under callgrind. Not for people.
+struct InstructionsChildCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "instructions-child",
+        abstract: "Internal: perform one operation N times inside a callgrind counting window.",
+        shouldDisplay: false)
+
+    @Option var operation: InstructionOperation
+    @Option var backend: BackendID
+    @Option(parsing: .upToNextOption) var counts: [Int]
+    @Option var population = 0
+
+    func run() throws {
+        Pinning.shared.disable()
+        for count in counts {
+            InstructionWorkload(operation: operation, backend: backend, count: count, population: population).run()
+        }
     }
 }

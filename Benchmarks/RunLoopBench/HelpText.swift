@@ -9,6 +9,8 @@ enum HelpText {
           libev          raw libev through CLibev: the floor of this design
           libev-uring    libev with EVBACKEND_IOURING, if the kernel allows (timers)
           cf             the real CFRunLoop in Swift's Foundation on Linux
+          nio            peer: SwiftNIO, a one-thread MultiThreadedEventLoopGroup
+          dispatch       peer: a libdispatch serial queue
           default-actor  not a run loop: a plain Swift actor (actorhop's baseline)
 
         With no arguments, runs the standard set (every scenario) in a few minutes and \
@@ -109,6 +111,25 @@ enum HelpText {
         thread) so the loop is asleep; no thread is pinned (the runtime's pool \
         threads cannot be). Not in the gate.
           actorhop.p50 … .max    round trip per hop, µs (--hops per round)
+
+        instructions: instructions per operation, counted by valgrind's callgrind \
+        (Debian's valgrind; make installs it). Counts do not depend on the machine's \
+        load (±3 % between runs), so they show the library's own cost where a \
+        wall-clock figure cannot. Each operation and backend is one child process \
+        of a copy of this binary stripped with strip -g (valgrind 3.19 cannot read \
+        this toolchain's DWARF), under --instr-atstart=no: the child sets up \
+        uncounted, switches counting on (a client request), performs the operation \
+        N times with nothing else in between (no clock sample kept, no statistics), \
+        switches it off; then the same afresh for 5 N. Figure: (count(5 N) − \
+        count(N)) / 4 N, so set-up and the window's edges cancel. All threads count.
+          instructions.wakeup      one wake-up cycle as in wakeup: the driver's \
+                                   pause, signal and wait, the loop's iteration
+          instructions.perform     one cross-thread perform + wake-up, in a burst \
+                                   (the loop held while the driver posts, then run)
+          instructions.actorhop    one actor hop round trip as in actorhop
+          instructions.timer-add.<N>, .timer-cancel.<N>   one timer add / cancel \
+                                   among N = 1e3, 1e5 others, on the loop's thread
+          instructions.modeswitch  one nested run of another mode (one poll)
 
         stallmonitor: what an EvStallMonitor costs (RunLoopKit only: CF and libev \
         have none, "—"). Busy: a loop whose source signals itself runs 200,000 \

@@ -4,7 +4,7 @@ import Foundation
 
 /// The scenarios of issues #3 and #4, in the order the standard run measures them.
 enum ScenarioID: String, CaseIterable, ExpressibleByArgument, Sendable {
-    case wakeup, perform, timers, scaling, modes, footprint, mainqueue, actorhop, stallmonitor
+    case wakeup, perform, timers, scaling, modes, footprint, mainqueue, actorhop, stallmonitor, instructions
 
     /// The scenario whose figures have ids starting `<prefix>.`.
     init?(figure id: String) {
@@ -81,6 +81,12 @@ struct BenchOptions: ParsableArguments {
         hops = 100
     }
 
+    /// The peers (SwiftNIO, libdispatch) to measure beside the backends: the selected ones, or
+    /// all if no backend was selected.
+    func selectedPeers() -> Set<BackendID> {
+        Set(Peers.all.filter { backends.isEmpty || backends.contains($0) })
+    }
+
     /// The backends to measure: the selection, or every one compiled in and working here.
     func selectedBackends() -> [any Backend] {
         let all = availableBackends()
@@ -102,6 +108,8 @@ struct BenchOptions: ParsableArguments {
         case .stallmonitor:
             StallMonitorScenario(iterations: quick ? 20_000 : 200_000, idle: quick ? .milliseconds(100) : .seconds(1), rounds: rounds)
                 .run(backends)
+        case .instructions:
+            InstructionsScenario(backends: Set(backends.map(\.id)).union(selectedPeers()), quick: quick).run()
         case .actorhop:
             // The default actor is no `Backend`: it is measured unless --backend leaves it out.
             ActorHopScenario(samplesPerRound: hops, rounds: rounds,

@@ -43,7 +43,7 @@ struct PerformScenario {
 
 /// Counts performed blocks and reports the last one to the probe.
 /// `@unchecked Sendable`: `count` is touched only by the loop thread that runs the blocks.
-private final class ItemCounter: @unchecked Sendable {
+final class ItemCounter: @unchecked Sendable {
     private var count = 0
     private let target: Int
     private let probe: WakeProbe

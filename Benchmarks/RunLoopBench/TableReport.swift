@@ -8,7 +8,7 @@ struct TableReport {
     let results: BenchResults
 
     static let ratioPairs: [(BackendID, BackendID)] = [
-        (.runloopkit, .libev), (.runloopkit, .cf), (.runloopkit, .defaultActor),
+        (.runloopkit, .libev), (.runloopkit, .cf), (.runloopkit, .nio), (.runloopkit, .defaultActor),
     ]
 
     static let scenarioTitles: [String: String] = [
@@ -21,6 +21,7 @@ struct TableReport {
         "mainqueue": "Main-queue latency (DispatchQueue.main.async → block)",
         "actorhop": "Actor hop round trip (await actor.method())",
         "stallmonitor": "Stall monitor overhead",
+        "instructions": "Instructions per operation (callgrind; all threads, set-up excluded)",
     ]
 
     /// The columns of a table: backends, ratio pairs, and whether to show the goal and status.

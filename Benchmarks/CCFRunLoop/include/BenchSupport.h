@@ -20,4 +20,19 @@ int bench_allowed_cpus(int *cpus, int max);
 /// Returns 0 on success, an errno value on failure.
 int bench_pin_current_thread(int cpu);
 
+/// Whether the benchmark was built with valgrind's client-request header (Debian's valgrind):
+/// without it the two calls below do nothing and `runloop-bench instructions` refuses to run.
+int bench_callgrind_available(void);
+
+/// Starts callgrind's instrumentation (counting) in every thread; run under
+/// `valgrind --tool=callgrind --instr-atstart=no`. Does nothing outside valgrind.
+void bench_callgrind_start(void);
+
+/// Stops callgrind's instrumentation in every thread. Does nothing outside valgrind.
+void bench_callgrind_stop(void);
+
+/// Writes what callgrind counted since the last dump to a numbered file (<out-file>.1, .2, …)
+/// and resets the counters. Does nothing outside valgrind.
+void bench_callgrind_dump(void);
+
 #endif

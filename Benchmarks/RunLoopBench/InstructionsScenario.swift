@@ -1,0 +1,196 @@
+import CCFRunLoop
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Scenario `instructions`: instructions per operation, counted by valgrind's callgrind. Counts
+/// do not depend on what else the machine is doing (±1–2 % between runs here), so they show the
+/// library's own cost where wall-clock figures cannot, and the gate checks them tightly.
+///
+/// Each (operation, backend) is one child process of this same binary (a copy stripped with
+/// `strip -g`: valgrind 3.19 cannot read this toolchain's DWARF), run under
+/// `valgrind --tool=callgrind --instr-atstart=no`. The child sets everything up uninstrumented,
+/// switches counting on (a callgrind client request), performs the operation N times with
+/// nothing else in between, switches counting off and dumps the count; then the same, afresh,
+/// for 5 N. The figure is (count(5 N) − count(N)) / 4 N: set-up and the window's edges cancel out. Counts include every
+/// thread: a wake-up is the driver's signal and wait plus the loop's whole iteration.
+struct InstructionsScenario {
+    /// Backends and peers to count.
+    var backends: Set<BackendID>
+    /// Operations per child run for the short length (the long one is five times as many).
+    var quick: Bool
+
+    /// The timer population sizes (timer-add, timer-cancel).
+    static let populations = [1000, 100_000]
+
+    /// One measurement: an operation on a backend at a population (0 when it does not apply).
+    private struct Job: Hashable {
+        var operation: InstructionOperation
+        var backend: BackendID
+        var population: Int
+    }
+
+    func run() -> [Figure] {
+        guard bench_callgrind_available() != 0 else {
+            log("instructions: this binary was built without <valgrind/callgrind.h> (Debian's valgrind); skipped")
+            return []
+        }
+        guard let valgrind = Self.which("valgrind") else {
+            log("instructions: valgrind is not installed (make installs it); skipped")
+            return []
+        }
+        guard let binary = Self.strippedCopy() else { return [] }
+        defer { try? FileManager.default.removeItem(atPath: (binary as NSString).deletingLastPathComponent) }
+        var jobs: [Job] = []
+        for operation in InstructionOperation.allCases {
+            let populations = [.timerAdd, .timerCancel].contains(operation) ? Self.populations : [0]
+            for population in populations {
+                for backend in operation.backends where backends.contains(backend) {
+                    jobs.append(Job(operation: operation, backend: backend, population: population))
+                }
+            }
+        }
+        let queue = jobs
+        // Two children at a time (counts do not care how busy the machine is).
+        let results = Mutex<[Job: Double]>([:])
+        let next = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in
+            while true {
+                let i = next.withLock { value -> Int in defer { value += 1 }; return value }
+                guard i < queue.count else { return }
+                let job = queue[i]
+                if let perOperation = perOperation(job, valgrind: valgrind, binary: binary) {
+                    results.withLock { $0[job] = perOperation }
+                }
+            }
+        }
+        return figures(results.withLock { $0 })
+    }
+
+    /// Short and long run lengths of `job`.
+    private func counts(_ job: Job) -> (Int, Int) {
+        let n = switch job.operation {
+        case .wakeup, .actorhop: 200
+        case .perform: 2000
+        case .modeswitch: 500
+        // At most a fifth of the population, so the mode's size stays near it.
+        case .timerAdd, .timerCancel: job.population >= 100_000 ? 200 : 40
+        }
+        let short = quick ? max(n / 4, 10) : n
+        return (short, 5 * short)
+    }
+
+    private func perOperation(_ job: Job, valgrind: String, binary: String) -> Double? {
+        let (short, long) = counts(job)
+        guard let counted = Self.count(job, times: [short, long], valgrind: valgrind, binary: binary),
+              counted.count == 2 else { return nil }
+        let (a, b) = (counted[0], counted[1])
+        let value = Double(Int64(b) - Int64(a)) / Double(long - short)
+        let name = "\(job.operation.rawValue)\(job.population > 0 ? " " + TimerScalingScenario.label(job.population) : "")"
+        log("instructions: \(name) \(job.backend.rawValue): \(Int(value.rounded())) per operation "
+            + "(\(a) for \(short), \(b) for \(long))")
+        return value
+    }
+
+    /// Instructions callgrind counted in the child's windows, one per length in `times`, or nil
+    /// (logged) if it failed.
+    private static func count(_ job: Job, times: [Int], valgrind: String, binary: String) -> [UInt64]? {
+        let output = (binary as NSString).deletingLastPathComponent
+            + "/\(job.operation.rawValue)-\(job.backend.rawValue)-\(job.population).callgrind"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: valgrind)
+        process.arguments = ["--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=\(output)",
+                             binary, "instructions-child",
+                             "--operation", job.operation.rawValue, "--backend", job.backend.rawValue,
+                             "--population", String(job.population), "--counts"] + times.map(String.init)
+        process.standardOutput = FileHandle.nullDevice
+        let errors = Pipe()
+        process.standardError = errors
+        do { try process.run() } catch {
+            log("instructions: cannot start valgrind: \(error)")
+            return nil
+        }
+        let stderr = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        // One dump per window: <output>.1, <output>.2, … ("totals:" is the dump's count).
+        let totals = times.indices.compactMap { i -> UInt64? in
+            let text = (try? String(contentsOfFile: "\(output).\(i + 1)", encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").lazy.first { $0.hasPrefix("totals:") }
+                .flatMap { UInt64($0.split(separator: " ").last ?? "") }
+        }
+        guard process.terminationStatus == 0, totals.count == times.count else {
+            log("instructions: \(job.operation.rawValue) on \(job.backend.rawValue) failed "
+                + "(status \(process.terminationStatus)): "
+                + String(decoding: stderr.suffix(600), as: UTF8.self))
+            return nil
+        }
+        return totals
+    }
+
+    /// A copy of this executable stripped of its debug information (valgrind 3.19 cannot read
+    /// this toolchain's DWARF 5), in a fresh temporary folder.
+    private static func strippedCopy() -> String? {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+        let folder = NSTemporaryDirectory() + "runloop-bench-callgrind-\(getpid())"
+        let copy = folder + "/runloop-bench"
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: exe, toPath: copy)
+        } catch {
+            log("instructions: cannot copy \(exe): \(error)")
+            return nil
+        }
+        guard let strip = which("strip") else {
+            log("instructions: strip (binutils) is not installed; skipped")
+            return nil
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: strip)
+        process.arguments = ["-g", copy]
+        guard (try? process.run()) != nil else { return nil }
+        process.waitUntilExit()
+        return process.terminationStatus == 0 ? copy : nil
+    }
+
+    private static func which(_ name: String) -> String? {
+        let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+        return paths.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    private static let labels: [InstructionOperation: String] = [
+        .wakeup: "instructions per wake-up cycle",
+        .perform: "instructions per cross-thread perform",
+        .actorhop: "instructions per actor hop round trip",
+        .timerAdd: "instructions per timer add",
+        .timerCancel: "instructions per timer cancel",
+        .modeswitch: "instructions per nested mode switch",
+    ]
+
+    private static let goals: [InstructionOperation: Goal] = [
+        .wakeup: .ratioAtMost(1.5, against: .libev),
+        .perform: .ratioAtMost(1.5, against: .libev),
+        .actorhop: .ratioAtMost(1, against: .nio),
+    ]
+
+    private func figures(_ results: [Job: Double]) -> [Figure] {
+        var figures: [Figure] = []
+        for operation in InstructionOperation.allCases {
+            let populations = [.timerAdd, .timerCancel].contains(operation) ? Self.populations : [0]
+            for population in populations {
+                let suffix = population > 0 ? ".\(TimerScalingScenario.label(population))" : ""
+                var figure = Figure(
+                    id: "instructions.\(operation.rawValue)\(suffix)", scenario: "instructions",
+                    label: Self.labels[operation]! + (population > 0 ? " among \(TimerScalingScenario.label(population))" : ""),
+                    unit: "instr", better: .lower, goal: Self.goals[operation])
+                for backend in operation.backends {
+                    if let value = results[Job(operation: operation, backend: backend, population: population)] {
+                        figure.values[backend] = value
+                    }
+                }
+                if !figure.values.isEmpty { figures.append(figure) }
+            }
+        }
+        return figures
+    }
+}
