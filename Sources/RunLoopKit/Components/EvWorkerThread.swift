@@ -76,19 +76,22 @@ public final class EvWorkerThread: Sendable {
     /// does not wait.
     deinit { core.stop(waitUntilExited: true) }
 
-    /// Starts the thread and returns once its run loop exists and accepts work.
+    /// Starts the thread and returns its run loop once the loop exists and accepts work.
     ///
+    /// - Returns: the worker's run loop, for items and actors to pin to it (the same loop
+    ///   ``runLoop`` reads while the worker runs).
     /// - Thread: any.
     /// - Throws: ``EvWorkerThreadError/alreadyStarted`` or ``EvWorkerThreadError/stopped`` when
     ///   called twice or after `stop`; ``EvWorkerThreadError/threadCreationFailed(errno:)`` or
     ///   ``EvWorkerThreadError/runLoopUnavailable(_:)`` when the system is out of threads or file
     ///   descriptors (the worker stays startable).
-    public func start() throws(EvWorkerThreadError) {
+    @discardableResult
+    public func start() throws(EvWorkerThreadError) -> EvRunLoop {
         try core.start()
     }
 
     /// The worker's run loop while it is running or stopping; `nil` before start and after the
-    /// thread ended.
+    /// thread ended. ``start()`` returns the same loop, without the optional.
     public var runLoop: EvRunLoop? { core.shared.withLock { $0.loop } }
 
     /// Where the worker is in its life.
@@ -190,7 +193,7 @@ final class WorkerCore: Sendable {
 
     var isWorkerThread: Bool { shared.withLock { $0.thread }?.isCurrent ?? false }
 
-    func start() throws(EvWorkerThreadError) {
+    func start() throws(EvWorkerThreadError) -> EvRunLoop {
         try shared.withLock { shared throws(EvWorkerThreadError) in
             switch shared.state {
             case .idle where !shared.isStarting: shared.isStarting = true
@@ -218,6 +221,7 @@ final class WorkerCore: Sendable {
             }
             throw .runLoopUnavailable(error)
         }
+        return handshake.loop.withLock { $0! }
     }
 
     private func threadBody(_ handshake: StartHandshake) {
@@ -229,6 +233,7 @@ final class WorkerCore: Sendable {
             handshake.ready.signal()
             return
         }
+        handshake.loop.withLock { $0 = loop }
         let keepAlive = EvSource {}  // never signalled: it only keeps the default mode from being empty (R16)
         loop.add(keepAlive, forMode: .default)
         shared.withLock { shared in
@@ -320,4 +325,5 @@ final class WorkerCore: Sendable {
 private final class StartHandshake: Sendable {
     let ready = DispatchSemaphore(value: 0)
     let failure = Locked<EvRunLoopError?>(nil)
+    let loop = Locked<EvRunLoop?>(nil)
 }

@@ -10,19 +10,24 @@ private actor PinnedEcho {
     func echo(_ value: Int) -> Int { value }
 }
 
-/// Runs `body` in a detached task and returns its outcome, or `nil` if it has none within
-/// `seconds` (a safety net: a hang shows up as `nil` instead of hanging the test). The waiting is
-/// done by a plain thread, so no cooperative thread is blocked.
+/// Runs `body` in a task and returns its outcome, or `nil` if it has none within `seconds` (a
+/// safety net: a hang shows up as `nil` instead of hanging the test). The task runs on a worker
+/// thread of its own (its executor preference) and a plain thread does the waiting, so neither
+/// depends on the cooperative pool, which other tests may keep busy.
 private func outcome(timeout seconds: Double = 20, _ body: @escaping @Sendable () async throws -> Int) async -> String? {
+    let worker = EvWorkerThread(name: "outcome")
+    guard let loop = try? worker.start() else { return "worker did not start" }
     let result = Box<String?>(nil)
     let done = Latch()
-    Task.detached {
+    Task.detached(executorPreference: EvRunLoopExecutor(loop)) {
         do { result.set("value \(try await body())") } catch { result.set("\(error)") }
         done.open()
     }
-    return await withCheckedContinuation { continuation in
-        Thread { continuation.resume(returning: done.wait(timeout: seconds) ? result.get : nil) }.start()
+    let finished = await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: done.wait(timeout: seconds)) }.start()
     }
+    withExtendedLifetime(worker) {}  // the task's executor runs until the outcome is in
+    return finished ? result.get : nil
 }
 
 /// Nothing awaited on a loop waits forever once the loop's thread has exited (R4).
