@@ -21,13 +21,12 @@ func residentKiB() -> Int {
     return pages * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024
 }
 
-// 1. Start a worker: start() returns once its run loop exists and waits for work.
+// 1. Start a worker: start() returns its run loop once the loop exists and waits for work.
 let worker = EvWorkerThread(name: "net-worker")
-try worker.start()
+let workerLoop = try worker.start()
 print("1. worker started, state \(worker.state)")
 
 // 2. Fire-and-forget work (execute) from any thread runs on the worker, in submission order.
-let workerLoop = worker.runLoop!
 for beat in 1...3 {
     try worker.execute {
         let onWorker = EvRunLoop.current === workerLoop

@@ -62,8 +62,8 @@ import Testing
     @Test func asyncSubmitReturnsTheValueOrRethrowsWithoutBlockingTheCaller() async throws {
         struct Oops: Error, Equatable { let code: Int }
         let worker = EvWorkerThread()
-        try worker.start()
-        let loop = try #require(worker.runLoop)
+        let loop = try worker.start()
+        #expect(worker.runLoop === loop)
         #expect(try await worker.submit { EvRunLoop.current === loop ? 42 : -1 } == 42)
         await #expect(throws: Oops(code: 3)) { try await worker.submit { () throws -> Int in throw Oops(code: 3) } }
         await worker.stop()
