@@ -102,7 +102,9 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
     @Test func aStallNamesTheCalloutKindTheLoopWasRunning() throws {
         let reports = EventLog<EvStallMonitor.Report>()
         let reported = Latch()
+        let monitoring = Latch()
         let (loop, finished) = startLoopThread { loop in
+            _ = monitoring.wait()  // the observer sees the phases from the start
             loop.add(EvTimer(after: .milliseconds(1)) { _ in
                 stallUntilReported(reported)
                 EvRunLoop.current.stop()
@@ -114,6 +116,7 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
             reported.open()
         }
         try monitor.start()
+        monitoring.open()
         #expect(finished.wait())
         monitor.stop()
         let report = try #require(reports.all.first)

@@ -1,0 +1,26 @@
+import RunLoopKit
+import ServiceLifecycle
+
+/// A worker thread is a swift-service-lifecycle `Service`: put it in a `ServiceGroup` and the
+/// group starts it, and stops it on graceful shutdown or cancellation.
+///
+/// The conformance lives here, in the integration module of the same project, so that the
+/// RunLoopKit library itself does not depend on swift-service-lifecycle.
+extension EvWorkerThread: @retroactive Service {
+    /// Runs the worker as a service: starts it if it was not started yet, keeps it running until
+    /// the group's graceful shutdown (or the task's cancellation), then stops it — work submitted
+    /// before then still runs — and returns once its run loop has been torn down, without
+    /// blocking a thread of the cooperative pool (``RunLoopKit/EvWorkerThread/stop()``).
+    ///
+    /// - Throws: ``RunLoopKit/EvWorkerThreadError`` when the worker cannot start (it was stopped
+    ///   before, or the system is out of threads or descriptors).
+    public func run() async throws {
+        if state == .idle { try start() }
+        do {
+            try await gracefulShutdown()
+        } catch {
+            // Cancelled: stop all the same.
+        }
+        await stop()
+    }
+}

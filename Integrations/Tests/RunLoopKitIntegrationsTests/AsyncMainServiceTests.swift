@@ -1,0 +1,48 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// The AsyncMainService example (issue 12 §2): an async ServiceGroup program on EvRunLoop.main,
+/// run as a child process, shut down gracefully by SIGTERM, exits 0.
+@Suite struct AsyncMainServiceTests {
+    @Test func sigtermShutsTheServiceGroupDownGracefullyAndTheProgramExitsZero() throws {
+        // Built next to the test bundle, in the same products folder.
+        let products = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        let process = Process()
+        process.executableURL = products.appendingPathComponent("AsyncMainService")
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        // Reads lines as they come; opens `ready` at the line that says SIGTERM may be sent.
+        let lines = Mutex<[String]>([])
+        let ready = Latch()
+        let closed = Latch()
+        Thread {
+            var pending = Data()
+            while true {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                pending.append(chunk)
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: pending[..<newline], as: UTF8.self)
+                    pending.removeSubrange(...newline)
+                    lines.withLock { $0.append(line) }
+                    if line.hasPrefix("ready:") { ready.open() }
+                }
+            }
+            closed.open()
+        }.start()
+        let becameReady = ready.wait(timeout: 60)
+        #expect(becameReady, "no ready line: \(lines.withLock { $0 })")
+        kill(process.processIdentifier, becameReady ? SIGTERM : SIGKILL)
+        #expect(closed.wait(timeout: 60))
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 0)
+        let printed = lines.withLock { $0 }
+        #expect(printed.first == "service group: starting")
+        #expect(printed.contains("heartbeat on main thread: true; worker ran off the main thread: true"))
+        #expect(printed.contains { $0.hasPrefix("heartbeat: graceful shutdown after ") })
+        #expect(printed.suffix(2) == ["service group: finished; worker stopped", "AsyncMainService: exit 0"])
+    }
+}

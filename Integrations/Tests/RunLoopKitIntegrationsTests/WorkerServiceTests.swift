@@ -1,0 +1,50 @@
+import Logging
+import RunLoopKit
+import RunLoopKitServiceLifecycle
+import ServiceLifecycle
+import ServiceLifecycleTestKit
+import Synchronization
+import Testing
+
+/// RunLoopKitServiceLifecycle: EvWorkerThread as a swift-service-lifecycle Service.
+@Suite struct WorkerServiceTests {
+    @Test func gracefulShutdownStopsTheWorkerAfterItsQueuedWork() async throws {
+        let worker = EvWorkerThread(name: "service-test")
+        try await testGracefulShutdown { trigger in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await worker.run() }
+                // run() starts the worker; wait for it through a round trip on its thread.
+                let loop = try await waitForLoop(of: worker)
+                let ran = Mutex<[Int]>([])
+                for index in 0..<5 { loop.perform(inModes: [.common]) { ran.withLock { $0.append(index) } } }
+                loop.wakeUp()
+                trigger.triggerGracefulShutdown()
+                try await group.waitForAll()
+                #expect(ran.withLock { $0 } == Array(0..<5))
+            }
+        }
+        #expect(worker.state == .stopped)
+    }
+
+    @Test func aServiceGroupStartsTheWorkerAndStopsItWhenCancelled() async throws {
+        let worker = EvWorkerThread(name: "service-group")
+        let group = ServiceGroup(services: [worker], logger: Logger(label: "test"))
+        let running = Task { try await group.run() }
+        _ = try await waitForLoop(of: worker)
+        #expect(worker.state == .running)
+        running.cancel()
+        try await running.value
+        #expect(worker.state == .stopped)
+    }
+
+    /// The worker's loop once run() has started it (polled with yields: start happens in the
+    /// service's own task, which has no event to wait on; a safety net ends the wait).
+    private func waitForLoop(of worker: EvWorkerThread) async throws -> EvRunLoop {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if let loop = worker.runLoop { return loop }
+            await Task.yield()
+        }
+        throw CancellationError()
+    }
+}
