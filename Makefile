@@ -23,6 +23,10 @@ build: deps
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+## ...and the nested package Integrations/ (swift-log, swift-metrics, swift-service-lifecycle
+## integrations and the AsyncMainService example), so that the library itself needs none of them.
+	$(SWIFT) build --build-tests --package-path Integrations
+	$(SWIFT) test --skip-build --package-path Integrations
 
 ## make test-tsan: the suite under ThreadSanitizer. The library then locks with pthread mutexes,
 ## which TSan understands (Synchronization.Mutex's futex calls are invisible to it).
