@@ -29,7 +29,7 @@ import Testing
         let workers = (0..<8).map { EvWorkerThread(name: "async-stop-\($0)") }
         for (index, worker) in workers.enumerated() {
             try worker.start()
-            try worker.execute { if !release.wait(timeout: 10) { timedOut.append(index) } }
+            try worker.execute { if !release.wait(timeout: 60) { timedOut.append(index) } }
         }
         await withTaskGroup(of: Void.self) { group in
             for worker in workers { group.addTask { await worker.stop() } }
