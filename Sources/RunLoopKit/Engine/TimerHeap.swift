@@ -54,7 +54,18 @@ struct TimerHeap {
     }
 
     /// The earliest live entry, dropping stale ones on the way.
+    ///
+    /// The common cases (no timers, a live top) do not mutate: a mutating path here makes the
+    /// compiler make the array unique first, which for an empty heap allocates a fresh buffer on
+    /// every call (three times per loop iteration).
     mutating func peekLive() -> Entry? {
+        guard let top = entries.first else { return nil }
+        if top.isLive { return top }
+        return dropStaleThenPeek()
+    }
+
+    @inline(never)
+    private mutating func dropStaleThenPeek() -> Entry? {
         while let top = entries.first {
             if top.isLive { return top }
             removeTop()

@@ -40,6 +40,11 @@ struct WakeReasons: OptionSet, Sendable {
 /// Thread rules: ``wait(poll:)`` and ``destroy()`` run on the loop's thread only;
 /// ``wakeUp()`` and ``setDeadline(_:)`` may be called from any thread, but the caller serialises
 /// them against ``destroy()`` (EvRunLoop holds its lock around them).
+///
+/// The mutable fields that every iteration touches are `@exclusivity(unchecked)`: the rules
+/// above already serialise every access to them, and the run time's dynamic check (a
+/// thread-local access set, about 100 instructions an access) cost several hundred
+/// instructions per wake-up.
 final class EvBackend {
     let loop: OpaquePointer
     /// Wakes the loop from other threads and from signal handlers (``SignalRouting``).
@@ -60,27 +65,27 @@ final class EvBackend {
     /// Started signal watchers: the tokens watching each signal.
     var signalTokens: [Int32: Set<Int>] = [:]
     /// Callers' descriptors, watched in a set of the loop's own (made at first use).
-    var descriptors: DescriptorSet?
+    @exclusivity(unchecked) var descriptors: DescriptorSet?
     var descriptorsWatcher: UnsafeMutablePointer<ev_io>?
     /// The main loop's watcher of libdispatch's main-queue eventfd (see EvBackend+MainQueue.swift).
     var mainQueueWatcher: UnsafeMutablePointer<ev_io>?
     /// Tokens whose watchers fired during the last wait, with what fired.
-    var ready: [(token: Int, events: Int32)] = []
+    @exclusivity(unchecked) var ready: [(token: Int, events: Int32)] = []
     /// Internal watchers libev stopped with `EV_ERROR` (their `epoll_ctl` failed), with `errno`.
-    var failedWatchers: [(watcher: UnsafeMutablePointer<ev_io>, errno: Int32)] = []
+    @exclusivity(unchecked) var failedWatchers: [(watcher: UnsafeMutablePointer<ev_io>, errno: Int32)] = []
     /// An internal watcher was started since the last `ev_run`: libev calls `epoll_ctl` for it
     /// only inside the next one, so that one must not block (see ``wait(poll:)``).
-    var hasUnflushedWatchers = false
+    @exclusivity(unchecked) var hasUnflushedWatchers = false
     /// Re-arms of internal watchers that failed again, in a row.
-    private var rearmFailures = 0
+    @exclusivity(unchecked) private var rearmFailures = 0
     /// `epoll_wait` failures reported by libev, in a row.
-    private var pollFailures = 0
+    @exclusivity(unchecked) private var pollFailures = 0
     private var seenSystemErrors = 0
     /// The deadline last asked for, and whether the timerfd holds it.
     private let deadline = Locked<MonotonicTime>(.distantFuture)
     /// Arming the timerfd failed since the loop last looked (``armFallbackIfNeeded()``).
     private let deadlineUnarmed = Atomic<Bool>(false)
-    private var fallbackTimerActive = false
+    @exclusivity(unchecked) private var fallbackTimerActive = false
 
     /// How often a failing `epoll_ctl` re-arm or `epoll_wait` is retried before the process stops.
     static let retryLimit = 64
