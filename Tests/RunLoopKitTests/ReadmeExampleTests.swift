@@ -78,7 +78,47 @@ func readmeSources(reading fd: Int32) throws -> [String] {
 }
 // README-SOURCES-END
 
+// README-LOOPBOUND-BEGIN
+/// Loop-confined state without locks: a plain `var` and a non-`Sendable` class, captured by
+/// handlers made on the loop's own thread; a box that other threads may hold but only the
+/// loop's thread may open.
+final class Connection { var bytesSeen = 0 }  // not Sendable
+
+func readmeLoopBoundState() -> [Int] {
+    let loop = EvRunLoop.current
+    precondition(loop.isCurrent)  // allocation-free; true on the loop's own thread only
+    var ticks = 0
+    let connection = Connection()
+    let received = EvLoopBoundBox(0, loop: loop)  // Sendable; its value opens on this thread only
+
+    // Made and added on this thread: no @Sendable, no Mutex (checked at run time).
+    let reply = loop.addSource {
+        connection.bytesSeen += 1
+        loop.stop()
+    }
+    loop.addTimer(after: .milliseconds(1), interval: .milliseconds(1)) { timer in
+        ticks += 1
+        connection.bytesSeen += 100
+        guard ticks == 3 else { return }
+        timer.invalidate()
+        Thread {
+            // Another thread hands work to the loop: execute wakes it.
+            try? loop.execute { received.value = 42 }
+            reply.signal()
+            loop.wakeUp()
+        }.start()
+    }
+    loop.run(mode: .default, timeout: .seconds(10))
+    reply.invalidate()
+    return [ticks, connection.bytesSeen, received.value]
+}
+// README-LOOPBOUND-END
+
 @Suite struct ReadmeExampleTests {
+    @Test func loopBoundStateExampleRunsAsTheReadmeSays() {
+        #expect(onLoopThread { _ in readmeLoopBoundState() } == [3, 301, 42])
+    }
+
     @Test func exampleRunsAsTheReadmeSays() {
         let log = onLoopThread { _ in readmeExample() }
         #expect(log == ["entry", "tick", "tick", "tick", "source", "exit", "stopped"])
@@ -96,7 +136,7 @@ func readmeSources(reading fd: Int32) throws -> [String] {
     }
 
     /// The README shows exactly the code above, each marked region in a Swift block.
-    @Test(arguments: ["EXAMPLE", "SOURCES"]) func readmeShowsThisCode(region: String) throws {
+    @Test(arguments: ["EXAMPLE", "SOURCES", "LOOPBOUND"]) func readmeShowsThisCode(region: String) throws {
         let here = URL(fileURLWithPath: #filePath)
         let root = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
