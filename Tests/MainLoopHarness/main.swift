@@ -110,6 +110,13 @@ case "run-main-off-main-thread":
     thread.start()
     while true { pause() }
 
+case "stall-capture-monitor-churn":
+    StallCaptureScenarios.monitorChurn(.symbolicated, seconds: Double(CommandLine.arguments[2]) ?? 3)
+
+case "stall-capture-library-churn":
+    let style: EvStallMonitor.BacktraceStyle = CommandLine.arguments[3] == "addresses" ? .addresses : .symbolicated
+    StallCaptureScenarios.libraryChurn(style, seconds: Double(CommandLine.arguments[2]) ?? 3)
+
 default:
     print("unknown scenario")
     exit(2)

@@ -1,8 +1,9 @@
 #if canImport(Runtime)
 // `Backtrace(architecture:frames:images:)` — building a backtrace from addresses captured
 // elsewhere, here on another thread — is SPI of the Runtime module; its public API can only
-// capture the calling thread. Symbolication itself (`symbolicated()`) is public.
-@_spi(Internal) import Runtime
+// capture the calling thread. Symbolication itself (`symbolicated()`) is public. The memory
+// readers are SPI too (see `safeImageMap()`).
+@_spi(Internal) @_spi(MemoryReaders) import Runtime
 #endif
 
 /// The stack of a stalled run-loop thread, as ``EvStallMonitor`` captured it.
@@ -51,7 +52,7 @@ public struct EvStallBacktrace: Sendable, CustomStringConvertible {
     /// when `symbolicate` is set and the toolchain offers it; otherwise image names only.
     static func make(from stack: StackCapture.RawStack, symbolicate: Bool) -> EvStallBacktrace {
         #if canImport(Runtime)
-        let images = ImageMap.capture()
+        let images = safeImageMap()
         let code = images.compactMap { image -> ClosedRange<UInt>? in
             guard let low = UInt(image.baseAddress), let high = UInt(image.endOfText), low <= high else { return nil }
             return low...high
@@ -92,6 +93,20 @@ public struct EvStallBacktrace: Sendable, CustomStringConvertible {
     }
 
     #if canImport(Runtime)
+    /// The images loaded in this process, read so that no change to its mappings can crash it.
+    ///
+    /// `ImageMap.capture()` lists the file mappings of `/proc/self/maps`, then reads each one's
+    /// ELF header straight from memory: a mapping unmapped in between — a library `dlclose`d by
+    /// any thread, or the image cache another watchdog thread frees as it exits — is a SIGSEGV
+    /// on the watchdog (issue 10, point 6). Capturing with the Runtime's `LocalMemoryReader`
+    /// reads through `process_vm_readv` instead, which fails with `EFAULT` on an unmapped
+    /// address: the vanished image is then left out (its frames get no image name) and the
+    /// capture goes on. Where `process_vm_readv` is forbidden (a seccomp filter) every read
+    /// fails the same way and the backtrace has addresses only — never a crash.
+    static func safeImageMap() -> ImageMap {
+        ImageMap.capture(using: LocalMemoryReader(), forProcess: nil)
+    }
+
     /// The Runtime module's name for this machine's architecture.
     private static let architecture: String = (try? Backtrace.capture(limit: 1).architecture) ?? "unknown"
     #endif
