@@ -41,6 +41,16 @@ enum StallCaptureScenarios {
     final class Captures: Sendable {
         let count = Mutex(0)
         let reasons = Mutex<Set<String>>([])
+        private let start = Date()
+        private let seconds: Double
+        init(seconds: Double) { self.seconds = seconds }
+
+        /// Whether a scenario should go on: for `seconds`, and beyond until 20 backtraces were
+        /// captured (a loaded machine misses many stalls), but never beyond a minute.
+        var goOn: Bool {
+            let elapsed = Date().timeIntervalSince(start)
+            return elapsed < 60 && (elapsed < seconds || count.withLock { $0 } < 20)
+        }
         /// The line the tests look for, then why some reports had no backtrace.
         func summary() -> String {
             "survived; backtraces captured: \(count.withLock { $0 } > 0)"
@@ -52,13 +62,12 @@ enum StallCaptureScenarios {
     /// on a stalling loop for `seconds`.
     static func monitorChurn(_ style: EvStallMonitor.BacktraceStyle, seconds: Double) {
         let loop = stallingLoop()
-        let captures = Captures()
-        let deadline = Date(timeIntervalSinceNow: seconds)
+        let captures = Captures(seconds: seconds)
         let group = DispatchGroup()
         for index in 0..<3 {
             group.enter()
             Thread {
-                while Date() < deadline {
+                while captures.goOn {
                     let monitor = monitor(loop, style, signal: __libc_current_sigrtmax() - 3 - Int32(index), captures: captures)
                     try! monitor.start()
                     usleep(UInt32.random(in: 50_000...300_000))
@@ -86,17 +95,16 @@ enum StallCaptureScenarios {
             print("no unloaded library to churn")
             exit(3)
         }
-        let captures = Captures()
+        let captures = Captures(seconds: seconds)
         let monitors = (0..<3).map { index in
             monitor(stallingLoop(), style, signal: __libc_current_sigrtmax() - 3 - Int32(index), captures: captures)
         }
         for monitor in monitors { try! monitor.start() }
-        let deadline = Date(timeIntervalSinceNow: seconds)
         let group = DispatchGroup()
         for library in libraries {
             group.enter()
             Thread {
-                while Date() < deadline {
+                while captures.goOn {
                     if let handle = dlopen(library, RTLD_NOW | RTLD_LOCAL) { dlclose(handle) }
                 }
                 group.leave()
