@@ -171,6 +171,7 @@ enum SignalOwnership {
                     "EvRunLoop.add(_:forMode:): signal \(signal) is already watched by another run loop; a signal can be watched by one loop at a time")
                 owners[signal]!.count += 1
             } else {
+                ForeignSignalOwner.refuseDispatchSource(for: signal, "EvRunLoop.add(_:forMode:)")
                 owners[signal] = (id, 1)
                 loop.backend.value.route(signal)
             }

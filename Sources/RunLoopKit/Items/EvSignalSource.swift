@@ -17,6 +17,20 @@ import Musl
 /// A signal can be watched by one run loop at a time; adding a source for it to a second loop
 /// while the first still has one stops with a message. Once the first loop's sources are removed
 /// or invalidated (from any thread), the signal can be watched by another loop at once.
+///
+/// ## Who owns a signal
+///
+/// A process signal has one owner. On Linux, libdispatch's signal sources — and so
+/// swift-service-lifecycle's `ServiceGroup`, which traps its `gracefulShutdownSignals` and
+/// `cancellationSignals` with them — install a process-wide handler, as signal sources do, and
+/// neither calls the handler it replaced: the last one installed gets every delivery. So:
+/// - in a program run by a `ServiceGroup`, the group owns SIGTERM and SIGINT: react to its
+///   graceful shutdown (`gracefulShutdown()`, `withGracefulShutdownHandler`), which the
+///   RunLoopKitServiceLifecycle integration does for worker threads, and use no source for them;
+/// - adding a source for a signal a `DispatchSource` already traps stops with a message naming
+///   `EvRunLoop.add(_:forMode:)`;
+/// - the other order cannot be detected: a `ServiceGroup` (or any `DispatchSource`) that traps a
+///   signal after a source was added takes it over, and the source receives nothing more.
 public final class EvSignalSource: EvVersion1Source {
     /// The signal number.
     public let signal: Int32
