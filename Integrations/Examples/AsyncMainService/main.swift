@@ -1,55 +1,58 @@
 // An async server program on RunLoopKit (issue 12 §2): a ServiceGroup (swift-service-lifecycle)
 // runs on top of EvRunLoop.main through EvRunLoop.runMain, with
 //   - a worker thread (EvWorkerThread is a Service: the group starts and stops it),
-//   - a heartbeat timer on EvRunLoop.main that asks the worker for work each tick,
+//   - a heartbeat timer on EvRunLoop.main that hands work to the worker each tick,
+//   - a stall monitor on the main loop that reports through swift-log,
 //   - graceful shutdown on SIGTERM, which the ServiceGroup owns (no EvSignalSource for it).
-// It prints what happens and exits 0.
+// It logs what happens to standard output and exits 0.
 //
 //     swift run --package-path Integrations AsyncMainService   # then: kill -TERM <pid>
 
 import Foundation
 import Logging
 import RunLoopKit
+import RunLoopKitLogging
 import RunLoopKitServiceLifecycle
 import ServiceLifecycle
 import Synchronization
 
-/// Prints a line at once (unbuffered, also into a pipe).
-func say(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
-}
+LoggingSystem.bootstrap(StreamLogHandler.standardOutput)  // flushed line by line
 
-/// Ticks a timer on the main run loop; each tick hands work to the worker and waits for it.
+// README-SERVICE-BEGIN
+/// A service that ticks a timer on the main run loop and hands work to a worker thread.
 struct HeartbeatService: Service {
     let worker: EvWorkerThread
+    let logger: Logger
 
     func run() async throws {
         let ticks = Mutex(0)
-        let heartbeat = EvTimer(after: .milliseconds(20), interval: .milliseconds(20)) { [worker] _ in
+        let heartbeat = EvTimer(after: .milliseconds(20), interval: .milliseconds(20)) { [worker, logger] _ in
             let tick = ticks.withLock { $0 += 1; return $0 }
-            let onWorker = (try? worker.submitAndWait { !Thread.isMainThread }) ?? false
-            if tick == 1 {
-                say("heartbeat on main thread: \(Thread.isMainThread); worker ran off the main thread: \(onWorker)")
-                say("ready: send SIGTERM to \(getpid())")
+            try? worker.execute {  // runs on the worker's thread, in order
+                if tick == 1 { logger.info("ready: first tick handled on the worker; send SIGTERM") }
             }
         }
         EvRunLoop.main.add(heartbeat, forMode: .common)
-        // Suspends until the ServiceGroup begins its graceful shutdown (here: on SIGTERM).
-        try? await gracefulShutdown()
+        try? await gracefulShutdown()  // until the group shuts down (here: on SIGTERM)
         heartbeat.invalidate()
-        say("heartbeat: graceful shutdown after \(ticks.withLock { $0 }) ticks")
+        logger.info("heartbeat stopped", metadata: ["ticks": "\(ticks.withLock { $0 })"])
     }
 }
 
+let logger = Logger(label: "AsyncMainService")
 let worker = EvWorkerThread(name: "service-worker")
 let group = ServiceGroup(
-    services: [worker, HeartbeatService(worker: worker)],
-    gracefulShutdownSignals: [.sigterm],
-    logger: Logger(label: "AsyncMainService"))
+    services: [worker, HeartbeatService(worker: worker, logger: logger)],
+    gracefulShutdownSignals: [.sigterm],  // the group owns SIGTERM: no EvSignalSource for it
+    logger: logger)
+let stallMonitor = EvStallMonitor(loop: .main, logger: logger)  // stall reports as log records
 
+// A synchronous main: runMain runs EvRunLoop.main on this thread until the body returns.
 try EvRunLoop.runMain {
-    say("service group: starting")
+    try stallMonitor.start()
     try await group.run()
-    say("service group: finished; worker \(worker.state)")
+    stallMonitor.stop()
+    logger.info("service group finished", metadata: ["worker": "\(worker.state)"])
 }
-say("AsyncMainService: exit 0")
+// README-SERVICE-END
+logger.info("exit 0")

@@ -1,0 +1,17 @@
+import Foundation
+import Testing
+
+/// The README's async-main service block is the AsyncMainService example's marked region, word
+/// for word (AsyncMainServiceTests runs that program).
+@Suite struct ReadmeServiceExampleTests {
+    @Test func readmeShowsTheAsyncMainServiceExample() throws {
+        let integrations = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: integrations.deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
+        let example = try String(
+            contentsOf: integrations.appendingPathComponent("Examples/AsyncMainService/main.swift"), encoding: .utf8)
+        let begin = try #require(example.range(of: "// README-SERVICE-BEGIN\n"))
+        let end = try #require(example.range(of: "// README-SERVICE-END"))
+        #expect(readme.contains("```swift\n" + example[begin.upperBound..<end.lowerBound] + "```"))
+    }
+}
