@@ -15,7 +15,7 @@ import Musl
 /// the new file. A regular file, which epoll cannot watch, is always ready. A run loop's own
 /// descriptors cannot be watched: the initialiser refuses them, and a number that became one
 /// after the source was made is reported with ``Readiness/error`` when watched.
-public final class EvFileDescriptorSource: EvVersion1Source {
+public final class EvFileDescriptorSource: EvVersion1Source, Version1SourceCoreProviding {
     /// What a descriptor is ready for.
     public struct Readiness: OptionSet, Sendable, Hashable {
         public let rawValue: Int32
@@ -33,8 +33,8 @@ public final class EvFileDescriptorSource: EvVersion1Source {
     public let fileDescriptor: Int32
     /// The readiness watched for.
     public let events: Readiness
-    /// The engine part of this source (see ``EvVersion1Source``).
-    public let source1Core: EvSource1Core
+    /// The engine part of this source (internal; see ``EvVersion1Source``).
+    let source1Core: EvSource1Core
 
     /// A source for `fileDescriptor` becoming ready for `events`.
     ///

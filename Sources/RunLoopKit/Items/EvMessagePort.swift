@@ -18,13 +18,13 @@ import Synchronization
 /// (which handles one message per iteration) gets ``EvSourceError/portFull(capacity:)`` instead
 /// of growing the queue without bound; the message is then not queued, and the sender decides
 /// whether to retry once the loop caught up, slow down, or drop it.
-public final class EvMessagePort<Message: Sendable>: EvVersion1Source {
+public final class EvMessagePort<Message: Sendable>: EvVersion1Source, Version1SourceCoreProviding {
     /// How many messages a port holds by default before ``send(_:)`` throws
     /// ``EvSourceError/portFull(capacity:)``.
     public static var defaultCapacity: Int { 65_536 }
 
-    /// The engine part of this source (see ``EvVersion1Source``).
-    public let source1Core: EvSource1Core
+    /// The engine part of this source (internal; see ``EvVersion1Source``).
+    let source1Core: EvSource1Core
     private let queue: PortQueue<Message>
 
     /// A port whose `handler` runs on the loop's thread for each message, in the order sent.

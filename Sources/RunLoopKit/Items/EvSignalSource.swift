@@ -31,11 +31,11 @@ import Musl
 ///   `EvRunLoop.add(_:forMode:)`;
 /// - the other order cannot be detected: a `ServiceGroup` (or any `DispatchSource`) that traps a
 ///   signal after a source was added takes it over, and the source receives nothing more.
-public final class EvSignalSource: EvVersion1Source {
+public final class EvSignalSource: EvVersion1Source, Version1SourceCoreProviding {
     /// The signal number.
     public let signal: Int32
-    /// The engine part of this source (see ``EvVersion1Source``).
-    public let source1Core: EvSource1Core
+    /// The engine part of this source (internal; see ``EvVersion1Source``).
+    let source1Core: EvSource1Core
 
     /// A source for `signal`.
     ///

@@ -7,15 +7,31 @@ import Synchronization
 /// Rules: it is watched only while one of its modes runs, and readiness that arrives meanwhile
 /// waits (R37); at most one version-1 source is handled per iteration and it counts as a handled
 /// source for `returnAfterSourceHandled` (R38); like any source it keeps its modes from being
-/// empty (R16). Conforming types are RunLoopKit's own: ``EvFileDescriptorSource``,
-/// ``EvMessagePort`` and ``EvSignalSource``.
-public protocol EvVersion1Source: AnyObject, Sendable {
-    /// The engine part of the source. Opaque; provided by RunLoopKit's source types.
+/// empty (R16). The version-1 sources are RunLoopKit's own: ``EvFileDescriptorSource``,
+/// ``EvMessagePort`` and ``EvSignalSource``. The protocol names what they have in common; the
+/// engine part behind them is internal, so a type of another module that conforms cannot be
+/// added (adding it stops with a message naming the call).
+public protocol EvVersion1Source: AnyObject, Sendable {}
+
+/// How the engine reaches the engine part of a version-1 source: only RunLoopKit's own source
+/// types conform.
+protocol Version1SourceCoreProviding: EvVersion1Source {
     var source1Core: EvSource1Core { get }
 }
 
-/// The engine part shared by every version-1 source. Opaque to users.
-public final class EvSource1Core: Sendable {
+extension EvVersion1Source {
+    /// The engine part of this source; stops with a message naming `call` for a type that is
+    /// not one of RunLoopKit's version-1 sources.
+    func source1Core(for call: StaticString) -> EvSource1Core {
+        guard let provider = self as? any Version1SourceCoreProviding else {
+            fatalError("\(call): \(type(of: self)) is not one of RunLoopKit's version-1 sources (EvFileDescriptorSource, EvMessagePort, EvSignalSource)")
+        }
+        return provider.source1Core
+    }
+}
+
+/// The engine part shared by every version-1 source.
+final class EvSource1Core: Sendable {
     enum Kind: Sendable, Equatable {
         case fileDescriptor(Int32, events: Int32)
         case signal(Int32)
