@@ -52,7 +52,7 @@ extension EvRunLoop {
             let id = ObjectIdentifier(source)
             state.sources[id] = source
             if sourceState.isSignalled {
-                state.signalled[id] = source
+                state.enqueueSignalled(source)
                 setHint(Hint.signalledSources)
             }
             return joining
@@ -68,7 +68,8 @@ extension EvRunLoop {
         if sourceState.modes.isEmpty, state.commonSources[id] == nil {
             sourceState.loop = nil
             state.sources.removeValue(forKey: id)
-            state.signalled.removeValue(forKey: id)
+            state.dequeueSignalled(source)
+            if state.signalled.isEmpty { clearHint(Hint.signalledSources) }
         }
         return leaving
     }
@@ -83,7 +84,7 @@ extension EvRunLoop {
         state.withLock { state in
             source.state.withLock { sourceState in
                 if sourceState.isSignalled, sourceState.loop === self {
-                    state.signalled[ObjectIdentifier(source)] = source
+                    state.enqueueSignalled(source)
                     setHint(Hint.signalledSources)
                 }
             }
@@ -97,11 +98,12 @@ extension EvRunLoop {
         let mode = run.mode
         let work: SignalledWork = state.withLock { state in
             // The common case, one signalled source: take it at once, no list to build.
-            if state.signalled.count == 1, let source = state.signalled.values.first {
+            if state.signalled.count == 1 {
+                let source = state.signalled[0]
                 return take(source, in: mode, &state) ? .taken(source) : .none
             }
             var ready: [(order: Int, sequence: UInt64, source: EvSource)] = []
-            for source in state.signalled.values {
+            for source in state.signalled {
                 source.state.withLock { sourceState in
                     if sourceState.isValid, sourceState.modes.contains(mode) {
                         ready.append((source.order, sourceState.signalSequence, source))
@@ -142,7 +144,7 @@ extension EvRunLoop {
             return true
         }
         guard taken else { return false }
-        state.signalled.removeValue(forKey: ObjectIdentifier(source))
+        state.dequeueSignalled(source)
         if state.signalled.isEmpty { clearHint(Hint.signalledSources) }
         return true
     }

@@ -9,6 +9,8 @@ extension EvRunLoop {
                 cancelled.append((source, sourceState.modes))
                 sourceState.modes = ModeList()
                 sourceState.loop = nil
+                // Still signalled, it joins the next loop's list when added there (R35).
+                source.signalledSlot = -1
             }
         }
         // R4: the sources leave the dying loop and keep their own state (a port its queued

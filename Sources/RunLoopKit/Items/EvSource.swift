@@ -19,6 +19,9 @@ public final class EvSource: Sendable {
     let scheduleHandler: (@Sendable (EvRunLoop, EvRunLoop.Mode) -> Void)?
     let cancelHandler: (@Sendable (EvRunLoop, EvRunLoop.Mode) -> Void)?
     let state = Locked(SourceState())
+    /// This source's index in its loop's ``LoopState/signalled`` list, or -1 when it is not on it.
+    /// Read and written only under that loop's lock (so it needs no lock of its own).
+    nonisolated(unsafe) var signalledSlot = -1
 
     private static let signalSequence = Atomic<UInt64>(0)
 

@@ -148,6 +148,42 @@ import Testing
         #expect(!stillSignalled)
     }
 
+    @Test func R35_R4_sourceSignalledOnALoopThatExitedPerformsOnTheNextLoopItJoins() {
+        let performed = EventLog<Int>()
+        let source = EvSource { performed.append(1) }
+        onLoopThread { loop in
+            loop.add(source, forMode: .default)
+            source.signal()  // never run here: the thread exits and its loop is torn down (R4)
+        }
+        let result = onLoopThread { loop -> EvRunLoop.RunResult in
+            loop.add(source, forMode: .default)
+            return loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+        }
+        #expect(result == .handledSource)
+        #expect(performed.count == 1)
+    }
+
+    @Test func R35_signalledSourcesLeavingAndRejoiningStillPerformInOrder() {
+        let order = onLoopThread { loop -> [Int] in
+            let performed = EventLog<Int>()
+            let sources = (0..<4).map { i in EvSource(order: i) { performed.append(i) } }
+            for source in sources {
+                loop.add(source, forMode: .default)
+                source.signal()
+            }
+            // The first and the third leave while signalled (the list refills their places),
+            // then the first comes back, still signalled (R35).
+            loop.remove(sources[0], forMode: .default)
+            loop.remove(sources[2], forMode: .default)
+            loop.add(sources[0], forMode: .default)
+            loop.run(mode: .default, timeout: .zero)
+            loop.add(sources[2], forMode: .default)
+            loop.run(mode: .default, timeout: .zero)
+            return performed.all
+        }
+        #expect(order == [0, 1, 3, 2])
+    }
+
     // MARK: R36
 
     @Test func R36_addingCallsScheduleOncePerModeWithTheLoopAndMode() {
