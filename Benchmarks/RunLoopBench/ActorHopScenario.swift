@@ -20,6 +20,8 @@ struct ActorHopScenario {
     /// Measure the actor pinned to a RunLoopKit loop, and the default actor.
     var runloopkit: Bool
     var defaultActor: Bool
+    /// SwiftNIO and libdispatch (see `Peers`).
+    var peers: [BackendID] = []
     var warmup = 200
     var pauseNs: UInt64 = 200_000
 
@@ -30,6 +32,11 @@ struct ActorHopScenario {
         defer { loop?.stop() }
         if let loop { targets.append((.runloopkit, LoopPinnedActor(EvRunLoopExecutor(loop.loop)))) }
         #endif
+        // The peers' actors: one on a SwiftNIO event loop's executor, one on a serial executor
+        // over a DispatchQueue.
+        let peerLoops = Pinning.shared.with(.unpinned) { peers.map { ($0, Peers.startLoop($0, onSignal: {})) } }
+        defer { peerLoops.forEach { $0.1.stop() } }
+        for (peer, loop) in peerLoops { targets.append((peer, Peers.hopTarget(peer, on: loop))) }
         if defaultActor { targets.append((.defaultActor, PlainActor())) }
         guard !targets.isEmpty else { return [] }
         // The calling (main) thread waits; the hops are made from a task on the global executor.
@@ -43,7 +50,8 @@ struct ActorHopScenario {
         done.wait()
         let byTarget = Dictionary(uniqueKeysWithValues: zip(targets.map(\.0), slot.value!))
         return Latencies.percentileFigures(
-            prefix: "actorhop", scenario: "actorhop", label: "actor hop round trip", of: byTarget)
+            prefix: "actorhop", scenario: "actorhop", label: "actor hop round trip", of: byTarget,
+            goals: ["p50": .ratioAtMost(1, against: .nio)])
     }
 
     private func measure(_ targets: [any HopTarget]) async -> [Latencies] {

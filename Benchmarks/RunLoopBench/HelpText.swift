@@ -41,8 +41,18 @@ enum HelpText {
         the loop (CF: CFRunLoopSourceSignal + CFRunLoopWakeUp; libev: ev_async_send; \
         RunLoopKit: signal() + wakeUp()); the source's callout reads the clock. Before \
         each trigger the driver waits for the previous callout and pauses 200 µs, so \
-        the loop is really asleep.
-          wakeup.p50 … wakeup.max   trigger → callout, µs (p50 p90 p99 p99.9 max)
+        the loop is really asleep. SwiftNIO (EventLoop.execute) and libdispatch \
+        (a serial queue's async) are measured beside them. Three thread layouts:
+          unpinned    as a new user runs it; the scheduler places the threads. The \
+                      library's own cost shows here; the gate uses these figures.
+          same-CPU    loop and driver pinned to one CPU: each wake-up is a context \
+                      switch on that CPU, the cheapest a wake-up can be.
+          cross-CPU   loop on one CPU, driver on another: every backend pays the \
+                      machine's cross-CPU wake-up (tens of µs on a VM), which can \
+                      hide the library's cost. libdispatch is measured unpinned \
+                      only (its worker threads would keep a pinned CPU for good).
+          wakeup.p50 … wakeup.max   trigger → callout, µs, unpinned (p50 p90 p99 p99.9 max)
+          wakeup.samecpu.*, wakeup.crosscpu.*   the same, pinned
 
         perform: cross-thread perform throughput. Another thread posts \
         --perform-items blocks, each followed by a wake-up (CF: CFRunLoopPerformBlock \
@@ -82,9 +92,11 @@ enum HelpText {
         --footprint-loops threads each create a loop, add a source, poll it once, \
         and park. Bare parked threads in another child give the cost of the threads \
         alone, which is subtracted.
-          footprint.fds            open fds per loop (/proc/self/fd)
-          footprint.rss            resident KiB per loop (/proc/self/statm)
-          footprint.fdsAfterExit   fds still open after every thread exited
+          footprint.fds.<N>        open fds per loop (/proc/self/fd), N = 100 1000 4000
+          footprint.rss.<N>        resident KiB per loop (/proc/self/statm); grows with N: \
+                                   libev sizes each loop's fd table by the highest fd \
+                                   number it watches (near 3 N for the last loop)
+          footprint.fdsAfterExit.<N>   fds still open after every thread exited
 
         mainqueue: main-queue latency, DispatchQueue.main.async from another thread \
         to the block running on the process's main thread, under (a) RunLoopKit's \
@@ -109,7 +121,10 @@ enum HelpText {
         one hop at a time, so hops/s is only 1/mean and hides the tail that \
         wake-ups cause. The task pauses 200 µs before each hop (blocking its \
         thread) so the loop is asleep; no thread is pinned (the runtime's pool \
-        threads cannot be). Not in the gate.
+        threads cannot be). Peers: (c) nio, an actor whose executor is a SwiftNIO \
+        event loop's (EventLoop.executor), (d) dispatch, an actor on a small \
+        serial executor over a DispatchQueue (one async per job). Each actor's \
+        method touches its state, or the compiler drops the hop. Not in the gate.
           actorhop.p50 … .max    round trip per hop, µs (--hops per round)
 
         instructions: instructions per operation, counted by valgrind's callgrind \

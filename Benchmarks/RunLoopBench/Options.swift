@@ -49,8 +49,8 @@ struct BenchOptions: ParsableArguments {
     @Option(help: "Nested runs per measurement (scenario modes).")
     var modeSwitches = 2000
 
-    @Option(help: "Threads with one loop each (scenario footprint).")
-    var footprintLoops = 1000
+    @Option(parsing: .upToNextOption, help: "Thread counts, one loop each (scenario footprint).")
+    var footprintLoops = [100, 1000, 4000]
 
     @Option(help: "Main-queue blocks per backend per round (scenario mainqueue).")
     var mainQueueBlocks = 2000
@@ -76,7 +76,7 @@ struct BenchOptions: ParsableArguments {
         scalingCounts = Array(Set(scalingCounts.map { Swift.min($0, 10_000) })).sorted()
         modeCounts = [0, 1000]
         modeSwitches = 200
-        footprintLoops = 50
+        footprintLoops = [50]
         mainQueueBlocks = 100
         hops = 100
     }
@@ -96,14 +96,15 @@ struct BenchOptions: ParsableArguments {
     /// Measures one scenario on `backends` and returns its figures.
     func measure(_ scenario: ScenarioID, on backends: [any Backend]) -> [Figure] {
         switch scenario {
-        case .wakeup: WakeupScenario(samplesPerRound: wakeups, rounds: rounds).run(backends)
+        case .wakeup:
+            WakeupScenario(samplesPerRound: wakeups, rounds: rounds, peers: Array(selectedPeers()).sorted()).run(backends)
         case .perform: PerformScenario(items: performItems, rounds: rounds).run(backends)
         case .timers: TimerLatenessScenario(fires: timerFires).run(backends)
         case .scaling:
             TimerScalingScenario(counts: scalingCounts, cfMaxCount: cfScalingMax, rounds: rounds).run(backends)
         case .modes:
             ModeSwitchScenario(counts: modeCounts, switches: modeSwitches, rounds: rounds).run(backends)
-        case .footprint: FootprintScenario(loops: footprintLoops).run(backends)
+        case .footprint: FootprintScenario(loopCounts: footprintLoops).run(backends)
         case .mainqueue: MainQueueScenario(samplesPerRound: mainQueueBlocks, rounds: rounds).run(backends)
         case .stallmonitor:
             StallMonitorScenario(iterations: quick ? 20_000 : 200_000, idle: quick ? .milliseconds(100) : .seconds(1), rounds: rounds)
@@ -114,7 +115,8 @@ struct BenchOptions: ParsableArguments {
             // The default actor is no `Backend`: it is measured unless --backend leaves it out.
             ActorHopScenario(samplesPerRound: hops, rounds: rounds,
                              runloopkit: backends.contains { $0.id == .runloopkit },
-                             defaultActor: self.backends.isEmpty || self.backends.contains(.defaultActor))
+                             defaultActor: self.backends.isEmpty || self.backends.contains(.defaultActor),
+                             peers: Array(selectedPeers()).sorted())
                 .run()
         }
     }
@@ -189,7 +191,7 @@ struct BenchOptions: ParsableArguments {
             "pinning": Pinning.shared.description,
             "sizes": "rounds \(rounds), wake-ups \(wakeups)/round, perform \(performItems)/round, "
                 + "timer fires \(timerFires), scaling N \(labels(scalingCounts)), "
-                + "mode N \(labels(modeCounts)) × \(modeSwitches), footprint \(footprintLoops) loops, "
+                + "mode N \(labels(modeCounts)) × \(modeSwitches), footprint \(footprintLoops.map(String.init).joined(separator: " ")) loops, "
                 + "main-queue blocks \(mainQueueBlocks)/round, actor hops \(hops)/round",
         ]
     }

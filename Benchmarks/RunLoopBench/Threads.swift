@@ -49,14 +49,22 @@ final class BenchThread: Sendable {
 }
 
 /// Where threads run. Under load from other processes, which core a loop thread happens to
-/// sit on decides its latency more than the backend does; so every loop thread is pinned to
-/// one CPU and the driving thread (trigger, poster) to another, and all backends get the same
-/// treatment. Off with `--no-pin`, or where fewer than two CPUs are allowed.
+/// sit on decides its latency more than the backend does, so scenarios can pin every loop
+/// thread and the driving thread (trigger, poster), all backends alike. Three layouts:
+/// cross-CPU (loops on one CPU, the driver on another: every wake-up pays the machine's
+/// cross-CPU wake-up, which can hide the library's own cost), same-CPU (both on one CPU: the
+/// wake-up is a context switch) and unpinned (as a new user runs it). Off with `--no-pin`, or
+/// where fewer than two CPUs are allowed.
 final class Pinning: Sendable {
     static let shared = Pinning()
 
+    enum Layout: Int, Sendable, CaseIterable {
+        case crossCPU, sameCPU, unpinned
+    }
+
     private let allowed: [Int32]
     private let enabled = Atomic<Bool>(true)
+    private let layoutRaw = Atomic<Int>(Layout.crossCPU.rawValue)
 
     private init() {
         var cpus = [Int32](repeating: 0, count: 64)
@@ -66,11 +74,32 @@ final class Pinning: Sendable {
 
     func disable() { enabled.store(false, ordering: .relaxed) }
 
+    /// Whether pinning is possible and allowed (two CPUs, no `--no-pin`).
+    var isAvailable: Bool { enabled.load(ordering: .relaxed) && allowed.count >= 2 }
+
+    /// The layout in force (always `.unpinned` when pinning is off).
+    var layout: Layout {
+        isAvailable ? Layout(rawValue: layoutRaw.load(ordering: .relaxed))! : .unpinned
+    }
+
+    /// Runs `body` with `layout` in force for the threads it starts, then restores the default.
+    func with<T>(_ layout: Layout, _ body: () -> T) -> T {
+        layoutRaw.store(layout.rawValue, ordering: .relaxed)
+        defer { layoutRaw.store(Layout.crossCPU.rawValue, ordering: .relaxed) }
+        return body()
+    }
+
     /// The CPU every loop thread runs on, if pinning.
-    var loopCPU: Int32? { isOn ? allowed[1] : nil }
+    var loopCPU: Int32? {
+        switch layout {
+        case .crossCPU: allowed[1]
+        case .sameCPU: allowed[0]
+        case .unpinned: nil
+        }
+    }
 
     /// The CPU driving threads (trigger, poster) run on, if pinning.
-    var driverCPU: Int32? { isOn ? allowed[0] : nil }
+    var driverCPU: Int32? { layout == .unpinned ? nil : allowed[0] }
 
     /// Runs `body` with the calling (driver) thread pinned to the driver CPU, if pinning.
     func asDriver<T>(_ body: () -> T) -> T {
@@ -92,10 +121,9 @@ final class Pinning: Sendable {
 
     /// For the report's context.
     var description: String {
-        isOn ? "loop threads on CPU \(allowed[1]), driver on CPU \(allowed[0])" : "off"
+        isAvailable ? "loop threads on CPU \(allowed[1]), driver on CPU \(allowed[0]) (wake-up: also same-CPU, "
+            + "both on CPU \(allowed[0]), and unpinned)" : "off"
     }
-
-    private var isOn: Bool { enabled.load(ordering: .relaxed) && allowed.count >= 2 }
 }
 
 /// A value written by one thread and read by another after a join or a semaphore wait, which
