@@ -33,8 +33,21 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopKitTests",
-            dependencies: ["RunLoopKit", "MainLoopHarness", "TestSupport"],
+            dependencies: ["RunLoopKit", "MainLoopHarness", "FaultHarness", "TestSupport"],
             path: "Tests/RunLoopKitTests"
+        ),
+        // Fault injection (issue 10): wrappers of epoll_ctl, epoll_wait, eventfd, timerfd_create,
+        // timerfd_settime, read and write that fail chosen calls with a chosen errno. Linked into
+        // FaultHarness only, whose definitions then stand in for libc's, libev's calls included.
+        .target(
+            name: "FaultInjection",
+            path: "Tests/FaultInjection"
+        ),
+        // Runs one fault scenario per process for FaultInjectionTests.
+        .executableTarget(
+            name: "FaultHarness",
+            dependencies: ["RunLoopKit", "FaultInjection"],
+            path: "Tests/FaultHarness"
         ),
         // Owns a real main thread for the main-loop tests (Swift Testing gives the main thread up).
         .executableTarget(

@@ -152,12 +152,20 @@ final class EvBackend {
 
         // libev calls epoll_ctl for new watchers inside its next ev_run: make that happen now, so
         // that a refusal is reported here and not as a loop that never wakes.
-        ev_run(loop, Int32(EVRUN_NOWAIT))
-        hasUnflushedWatchers = false
-        if let failure = failedWatchers.first {
-            destroy()
-            throw Self.creationError("epoll_ctl", failure.errno)
+        // EINTR is retried; another error (ENOMEM, ENOSPC) twice more, then thrown.
+        var attempts = 0
+        while true {
+            ev_run(loop, Int32(EVRUN_NOWAIT))
+            hasUnflushedWatchers = false
+            guard let failure = failedWatchers.first else { break }
+            attempts += 1
+            if failure.errno != EINTR && attempts >= 3 || attempts >= Self.retryLimit {
+                destroy()
+                throw Self.creationError("epoll_ctl", failure.errno)
+            }
+            restartFailedWatchers()
         }
+        rearmFailures = 0
     }
 
     /// libev's epoll descriptor: `expected` (the lowest free number just before `ev_loop_new`)
@@ -314,7 +322,12 @@ final class EvBackend {
         require(
             rearmFailures <= Self.retryLimit,
             "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): epoll_ctl keeps refusing the loop's own descriptor \(failed[0].watcher.pointee.fd): \(describe(errno: failed[0].errno))")
-        for (watcher, _) in failed where clibev_is_active(watcher) == 0 { startInternalWatcher(watcher) }
+        for (watcher, _) in failed where clibev_is_active(watcher) == 0 {
+            // ev_io_set marks the descriptor for a new epoll_ctl: libev believes the killed
+            // registration still stands and would otherwise skip it.
+            clibev_io_set(watcher, watcher.pointee.fd, Int32(EV_READ))
+            startInternalWatcher(watcher)
+        }
     }
 
     /// A timerfd that could not be armed is backed by an `ev_timer` for this wait (libev rounds

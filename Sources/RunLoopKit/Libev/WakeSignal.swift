@@ -34,7 +34,7 @@ final class WakeSignal: Sendable {
 
     /// A new eventfd; `nil` with `errno` set when it cannot be created.
     init?() {
-        descriptor = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        descriptor = retryingEINTR { eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC)) }
         if descriptor < 0 { return nil }
     }
 

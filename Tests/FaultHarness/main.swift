@@ -1,0 +1,297 @@
+// Runs one fault-injection scenario (issue 10) and prints what happened; FaultInjectionTests
+// spawns it once per scenario. The FaultInjection target linked in here makes chosen system
+// calls fail (see its header). Exit 0: the scenario held; another code: it did not (the line
+// printed says what); a watchdog ends a scenario that hangs with code 3.
+import Dispatch
+import FaultInjection
+import Foundation
+import RunLoopKit
+import Synchronization
+
+/// Ends the process with a message.
+func fail(_ message: String) -> Never {
+    print("FAIL: \(message)")
+    exit(1)
+}
+
+/// Arms `spec` (see FaultInjection.h), or fails.
+func arm(_ spec: String) {
+    guard runloopkit_faults_arm(spec) == 0 else { fail("bad fault spec \(spec)") }
+}
+
+/// Runs `body` on a new thread and waits for its result.
+func onNewThread<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T {
+    let result = Mutex<T?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    let thread = Thread {
+        result.withLock { $0 = body() }
+        done.signal()
+    }
+    thread.start()
+    done.wait()
+    return result.withLock { $0! }
+}
+
+/// Seconds since `start`.
+func elapsed(since start: ContinuousClock.Instant) -> Double {
+    let duration = ContinuousClock.now - start
+    return Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+
+/// Runs `loop` until `done()` or `limit` seconds pass.
+func run(_ loop: EvRunLoop, for limit: Double, until done: () -> Bool) {
+    let start = ContinuousClock.now
+    while !done() && elapsed(since: start) < limit {
+        loop.run(mode: .default, timeout: .milliseconds(20), returnAfterSourceHandled: true)
+    }
+}
+
+/// Creating a loop while one creation call fails: `EMFILE` throws `outOfFileDescriptors`,
+/// another errno throws `backendUnavailable`, `EINTR` is retried.
+func creationFaults() {
+    let cases: [(spec: String, expected: String)] = [
+        ("eventfd:1:EMFILE", "\(EvRunLoopError.outOfFileDescriptors)"),
+        ("eventfd:1:ENOMEM", "unavailable"),
+        ("eventfd:1:EINTR:3", "ok"),
+        ("timerfd_create:1:EMFILE", "\(EvRunLoopError.outOfFileDescriptors)"),
+        ("timerfd_create:1:ENOMEM", "unavailable"),
+        ("timerfd_create:1:EINTR:3", "ok"),
+        ("epoll_ctl:1:ENOMEM:0", "unavailable"),
+        ("epoll_ctl:2:ENOSPC:0", "unavailable"),
+        ("epoll_ctl:1:EINTR:4", "ok"),
+        ("epoll_ctl:1:ENOMEM:2", "ok"),
+    ]
+    for (spec, expected) in cases {
+        let outcome = onNewThread { () -> String in
+            arm(spec + "@thread")
+            defer { runloopkit_faults_disarm() }
+            do {
+                let loop = try EvRunLoop.forCurrentThread()
+                runloopkit_faults_disarm()
+                // The loop works: a timer fires on time.
+                let fired = Mutex(false)
+                loop.add(EvTimer(after: .milliseconds(20)) { _ in fired.withLock { $0 = true } }, forMode: .default)
+                run(loop, for: 5) { fired.withLock { $0 } }
+                return fired.withLock { $0 } ? "ok" : "timer never fired"
+            } catch let error as EvRunLoopError {
+                if case .backendUnavailable(let detail) = error { return "unavailable: \(detail)" }
+                return "\(error)"
+            } catch {
+                return "\(error)"
+            }
+        }
+        guard outcome.hasPrefix(expected) else { fail("\(spec): expected \(expected), got \(outcome)") }
+        print("\(spec): \(outcome)")
+    }
+}
+
+/// Issue 10, point 7: libev's `epoll_ctl` for one of the loop's own descriptors fails while it
+/// runs (the epoll set for callers' descriptors, registered when the first one is watched):
+/// libev stops that watcher and reports `EV_ERROR`; the loop re-arms it and the source fires.
+func internalWatcherReArmed() {
+    let outcome = onNewThread { () -> String in
+        let loop = EvRunLoop.current
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { return "pipe failed" }
+        let readable = Mutex(false)
+        let source = try! EvFileDescriptorSource(fileDescriptor: fds[0], events: .readable) { readiness in
+            readable.withLock { $0 = readiness.contains(.readable) }
+        }
+        var byte: UInt8 = 1
+        _ = write(fds[1], &byte, 1)
+        // Call 1: the pipe into the loop's set; call 2: libev puts the set into its epoll.
+        arm("epoll_ctl:2:ENOMEM@thread")
+        loop.add(source, forMode: .default)
+        run(loop, for: 5) { readable.withLock { $0 } }
+        let injected = runloopkit_faults_injected("epoll_ctl")
+        runloopkit_faults_disarm()
+        source.invalidate()
+        close(fds[0])
+        close(fds[1])
+        guard injected == 1 else { return "the fault was not injected (\(injected))" }
+        return readable.withLock { $0 } ? "ok" : "the source never fired"
+    }
+    guard outcome == "ok" else { fail(outcome) }
+    print("epoll_ctl on the loop's own descriptor: re-armed")
+}
+
+/// A timer fires on time while `spec` fails calls on the loop's thread.
+func timerOnTime(under spec: String) {
+    let outcome = onNewThread { () -> String in
+        let loop = EvRunLoop.current
+        let fired = Mutex<ContinuousClock.Instant?>(nil)
+        let start = ContinuousClock.now
+        arm(spec + "@thread")
+        loop.add(EvTimer(after: .milliseconds(100)) { _ in fired.withLock { $0 = .now } }, forMode: .default)
+        let result = loop.run(mode: .default, timeout: .seconds(10), returnAfterSourceHandled: false)
+        runloopkit_faults_disarm()
+        guard let firedAt = fired.withLock({ $0 }) else { return "the timer never fired (run: \(result))" }
+        let late = elapsed(since: start) - 0.1
+        let firedAfter = Double((firedAt - start).components.attoseconds) / 1e18 + Double((firedAt - start).components.seconds)
+        // Never before its date (R46), and never a whole sleep late: well under a second.
+        guard firedAfter >= 0.1, late < 1 else { return "fired after \(firedAfter) s" }
+        return "ok"
+    }
+    guard outcome == "ok" else { fail("\(spec): \(outcome)") }
+    print("\(spec): timer on time")
+}
+
+/// A port message sent from another thread while that thread's `write` to the loop's eventfd
+/// fails (and the loop's `read` of it too) is delivered: the wake-up is retried, not lost.
+func wakeUpSurvivesFailedWrites(_ writeSpec: String, _ readSpec: String) {
+    let received = Mutex<[Int]>([])
+    let ready = DispatchSemaphore(value: 0)
+    let loopBox = Mutex<EvRunLoop?>(nil)
+    let port = EvMessagePort<Int> { value in received.withLock { $0.append(value) } }
+    let finished = DispatchSemaphore(value: 0)
+    Thread {
+        let loop = EvRunLoop.current
+        loop.add(port, forMode: .default)
+        loopBox.withLock { $0 = loop }
+        ready.signal()
+        arm(readSpec + "@thread")
+        run(loop, for: 5) { received.withLock { $0.count } == 100 }
+        runloopkit_faults_disarm()
+        finished.signal()
+    }.start()
+    ready.wait()
+    let loop = loopBox.withLock { $0! }
+    for value in 0..<100 {
+        while !loop.isWaiting { sched_yield() }  // the loop sleeps: the send must write the eventfd
+        arm(writeSpec + "@thread")
+        do { try port.send(value) } catch { fail("send: \(error)") }
+    }
+    runloopkit_faults_disarm()
+    finished.wait()
+    let got = received.withLock { $0 }
+    guard got == Array(0..<100) else { fail("\(writeSpec): delivered \(got.count) of 100") }
+    print("\(writeSpec) / \(readSpec): 100 of 100 delivered")
+}
+
+/// A signal whose handler's eventfd write fails is still handled.
+func signalSurvivesFailedWrites() {
+    let handled = Mutex(0)
+    let result = onNewThread { () -> EvRunLoop.RunResult in
+        let loop = EvRunLoop.current
+        let source = try! EvSignalSource(signal: SIGUSR1) {
+            handled.withLock { $0 += 1 }
+            EvRunLoop.current.stop()
+        }
+        loop.add(source, forMode: .default)
+        let trigger = EvTimer(after: .milliseconds(20)) { _ in
+            // From another thread, once this loop sleeps: the handler's write fails three times.
+            Thread {
+                while !loop.isWaiting { sched_yield() }
+                arm("write:1:ENOMEM:3")
+                kill(getpid(), SIGUSR1)
+            }.start()
+        }
+        loop.add(trigger, forMode: .default)
+        let result = loop.run(mode: .default, timeout: .seconds(5))
+        runloopkit_faults_disarm()
+        source.invalidate()
+        return result
+    }
+    guard result == .stopped, handled.withLock({ $0 }) == 1 else { fail("signal: run \(result), handled \(handled.withLock { $0 })") }
+    print("signal with failing writes: handled")
+}
+
+/// Every wrapped call on the loop's thread fails with EINTR every other time while timers,
+/// port messages, a signal and a pipe keep the loop busy: everything arrives exactly once.
+func interruptedEverywhere() {
+    let received = Mutex<[Int]>([])
+    let ticks = Mutex(0)
+    let signals = Mutex(0)
+    let bytes = Mutex(0)
+    let port = EvMessagePort<Int> { value in received.withLock { $0.append(value) } }
+    var fds: [Int32] = [0, 0]
+    guard pipe(&fds) == 0 else { fail("pipe") }
+    let readEnd = fds[0], writeEnd = fds[1]
+    let ready = DispatchSemaphore(value: 0)
+    let finished = DispatchSemaphore(value: 0)
+    let spec = ["epoll_ctl", "epoll_wait", "read", "write", "timerfd_settime"].map { "\($0):1:EINTR:0:2@thread" }.joined(separator: ";")
+    Thread {
+        let loop = EvRunLoop.current
+        loop.add(port, forMode: .default)
+        loop.add(EvTimer(after: .milliseconds(5), interval: .milliseconds(5)) { _ in ticks.withLock { $0 += 1 } }, forMode: .default)
+        let signalSource = try! EvSignalSource(signal: SIGUSR2) { signals.withLock { $0 += 1 } }
+        loop.add(signalSource, forMode: .default)
+        let pipeSource = try! EvFileDescriptorSource(fileDescriptor: readEnd, events: .readable) { _ in
+            var byte: UInt8 = 0
+            var count = -1
+            repeat { count = read(readEnd, &byte, 1) } while count < 0 && errno == EINTR
+            if count == 1 { bytes.withLock { $0 += 1 } }
+        }
+        loop.add(pipeSource, forMode: .default)
+        ready.signal()
+        arm(spec)
+        run(loop, for: 10) {
+            received.withLock { $0.count } == 1000 && bytes.withLock { $0 } == 20 && signals.withLock { $0 } >= 1 && ticks.withLock { $0 } >= 20
+        }
+        runloopkit_faults_disarm()
+        signalSource.invalidate()
+        pipeSource.invalidate()
+        finished.signal()
+    }.start()
+    ready.wait()
+    for value in 0..<1000 {
+        do { try port.send(value) } catch { fail("send: \(error)") }
+        if value % 50 == 0 {
+            var byte: UInt8 = 1
+            while write(writeEnd, &byte, 1) < 0 && errno == EINTR {}
+        }
+    }
+    kill(getpid(), SIGUSR2)
+    finished.wait()
+    close(readEnd)
+    close(writeEnd)
+    let got = received.withLock { $0 }
+    guard got == Array(0..<1000) else { fail("EINTR: messages \(got.count) of 1000, in order: \(got == got.sorted())") }
+    guard bytes.withLock({ $0 }) == 20 else { fail("EINTR: pipe bytes \(bytes.withLock { $0 }) of 20") }
+    guard signals.withLock({ $0 }) >= 1 else { fail("EINTR: the signal was lost") }
+    guard ticks.withLock({ $0 }) >= 20 else { fail("EINTR: \(ticks.withLock { $0 }) ticks") }
+    print("EINTR every other call: all delivered once")
+}
+
+/// `epoll_wait` fails for good: the process stops with a message naming RunLoopKit's call
+/// (never libev's bare abort).
+func epollWaitFailsForGood() {
+    _ = onNewThread { () -> Bool in
+        let loop = EvRunLoop.current
+        loop.add(EvTimer(after: .seconds(1)) { _ in }, forMode: .default)
+        arm("epoll_wait:1:ENOMEM:0@thread")
+        loop.run(mode: .default, timeout: .seconds(5))
+        return true
+    }
+    fail("the run returned although epoll_wait always failed")
+}
+
+// A spawned process inherits its parent's blocked signals (the test runner's threads block
+// some): unblock them all before any thread starts, so the scenarios' signals arrive.
+var noSignals = sigset_t()
+sigemptyset(&noSignals)
+sigprocmask(SIG_SETMASK, &noSignals, nil)
+
+// The watchdog: a scenario that hangs (sleeps past its deadline) fails instead.
+Thread {
+    sleep(30)
+    print("TIMEOUT")
+    exit(3)
+}.start()
+
+switch CommandLine.arguments.dropFirst().first {
+case "creation": creationFaults()
+case "internal-watcher": internalWatcherReArmed()
+case "timerfd-settime": timerOnTime(under: "timerfd_settime:1:ENOMEM:0")
+case "timerfd-settime-eintr": timerOnTime(under: "timerfd_settime:1:EINTR:5")
+case "epoll-wait": timerOnTime(under: "epoll_wait:1:ENOMEM:5")
+case "epoll-wait-eintr": timerOnTime(under: "epoll_wait:1:EINTR:5")
+case "timer-read": timerOnTime(under: "read:1:EINTR:3")
+case "wake-write": wakeUpSurvivesFailedWrites("write:1:ENOMEM:2", "read:1:EINTR:0:3")
+case "wake-write-eintr": wakeUpSurvivesFailedWrites("write:1:EINTR:3", "read:1:ENOMEM:0:4")
+case "signal-write": signalSurvivesFailedWrites()
+case "eintr-everywhere": interruptedEverywhere()
+case "epoll-wait-forever": epollWaitFailsForGood()
+default: fail("unknown scenario \(CommandLine.arguments.dropFirst().first ?? "(none)")")
+}
+print("PASS")

@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+
+/// Failing system calls (issue 10, "Fault injection" and point 7). Each scenario runs in the
+/// FaultHarness program, into which the FaultInjection target is linked: its epoll_ctl,
+/// epoll_wait, eventfd, timerfd_create, timerfd_settime, read and write fail chosen calls with
+/// EINTR, EMFILE, ENOMEM or ENOSPC (see Tests/FaultInjection/include/FaultInjection.h). Under it
+/// the library retries EINTR, throws typed errors or reports `.error`, never aborts inside
+/// libev, never sleeps past a deadline and never loses a signal or a message. The harness's own
+/// watchdog fails a scenario that hangs (exit 3) after 30 s; each takes well under a second.
+@Suite struct FaultInjectionTests {
+    /// Runs a harness scenario; returns its exit status, standard output and standard error.
+    private func harness(_ scenario: String) throws -> (status: Int32, output: String, errors: String) {
+        let products = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        let process = Process()
+        process.executableURL = products.appendingPathComponent("FaultHarness")
+        process.arguments = [scenario]
+        // A deliberate crash should end at once, not wait for Swift's backtracer.
+        process.environment = ProcessInfo.processInfo.environment.merging(["SWIFT_BACKTRACE": "enable=no"]) { $1 }
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let errorData = Box<Data>(Data())
+        let errorReader = Thread { errorData.set(errors.fileHandleForReading.readDataToEndOfFile()) }
+        errorReader.start()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        while !errorReader.isFinished { usleep(1000) }
+        return (process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData.get, as: UTF8.self))
+    }
+
+    private func expectPass(_ scenario: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let (status, output, errors) = try harness(scenario)
+        #expect(status == 0 && output.hasSuffix("PASS\n"), "\(scenario): exit \(status)\n\(output)\(errors)", sourceLocation: sourceLocation)
+    }
+
+    /// Point 1 and the seam: a loop's creation with `eventfd`, `timerfd_create` or libev's
+    /// `epoll_ctl` failing throws `outOfFileDescriptors` (EMFILE) or `backendUnavailable`
+    /// naming the call (ENOMEM, ENOSPC); EINTR and a passing ENOMEM are retried.
+    @Test func creationFailuresThrowTypedErrorsAndEINTRIsRetried() throws {
+        try expectPass("creation")
+    }
+
+    /// Point 7: libev's `epoll_ctl` for the loop's own epoll set fails (ENOMEM); libev stops the
+    /// watcher with `EV_ERROR`, and the loop re-arms it: the caller's descriptor still reports.
+    @Test func point7_aFailedEpollCtlOnAnInternalDescriptorIsReArmed() throws {
+        try expectPass("internal-watcher")
+    }
+
+    /// Point 5: `timerfd_settime` fails on every call; a timer still fires on time (the loop
+    /// stands in for the timerfd) instead of the loop sleeping past its deadline.
+    @Test func point5_aFailingTimerfdSettimeNeverSleepsPastTheDeadline() throws {
+        try expectPass("timerfd-settime")
+        try expectPass("timerfd-settime-eintr")
+    }
+
+    /// `epoll_wait` failing a few times (ENOMEM, EINTR) in libev is retried: before, libev's
+    /// `ev_syserr` aborted the process ("(libev) epoll_wait").
+    @Test func aFailingEpollWaitIsRetried() throws {
+        try expectPass("epoll-wait")
+        try expectPass("epoll-wait-eintr")
+        try expectPass("timer-read")
+    }
+
+    /// `epoll_wait` failing for good stops the process with a message naming RunLoopKit's call.
+    @Test func anEpollWaitThatAlwaysFailsStopsWithAMessageNamingTheCall() throws {
+        let (status, _, errors) = try harness("epoll-wait-forever")
+        #expect(status != 0)
+        #expect(errors.contains("EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): epoll_wait keeps failing"), "\(errors)")
+    }
+
+    /// A wake-up whose eventfd `write` fails (ENOMEM, EINTR), and a loop whose `read` of it
+    /// fails, lose no message: 100 sends to a sleeping loop, 100 deliveries in order.
+    @Test func failingWakeUpWritesAndReadsLoseNoMessage() throws {
+        try expectPass("wake-write")
+        try expectPass("wake-write-eintr")
+    }
+
+    /// A signal whose handler's eventfd write fails is still handled.
+    @Test func aSignalIsHandledWhenItsWakeUpWriteFails() throws {
+        try expectPass("signal-write")
+    }
+
+    /// EINTR on every other wrapped call of the loop's thread while timers, 1,000 port
+    /// messages, a signal and a pipe keep it busy: everything arrives, exactly once, in order.
+    @Test func eintrOnEveryOtherCallLosesNothing() throws {
+        try expectPass("eintr-everywhere")
+    }
+}
