@@ -115,6 +115,34 @@ func internalWatcherReArmed() {
     print("epoll_ctl on the loop's own descriptor: re-armed")
 }
 
+/// Point 7: libev's `epoll_ctl` for the loop's timerfd (`spec` call 2) or its wake-up eventfd
+/// (call 1) fails once as the loop starts. Before, the timerfd's `EV_ERROR` was taken for a
+/// deadline and timers never fired again, and the eventfd's aborted inside libev ("pipe_w not
+/// active"). Now the registration is retried: the timer fires and every message arrives.
+func loopWorksAfterRegistrationFault(_ spec: String) {
+    let received = Mutex(0)
+    let fired = Mutex(false)
+    let port = EvMessagePort<Int> { _ in received.withLock { $0 += 1 } }
+    let outcome = onNewThread { () -> String in
+        arm(spec + "@thread")
+        let loop: EvRunLoop
+        do { loop = try EvRunLoop.forCurrentThread() } catch { return "creation: \(error)" }
+        loop.add(port, forMode: .default)
+        loop.add(EvTimer(after: .milliseconds(50)) { _ in fired.withLock { $0 = true } }, forMode: .default)
+        Thread {
+            for value in 0..<10 {
+                while !loop.isWaiting { sched_yield() }
+                try? port.send(value)
+            }
+        }.start()
+        run(loop, for: 5) { fired.withLock { $0 } && received.withLock { $0 } == 10 }
+        runloopkit_faults_disarm()
+        return "timer fired: \(fired.withLock { $0 }), messages: \(received.withLock { $0 })"
+    }
+    guard outcome == "timer fired: true, messages: 10" else { fail("\(spec): \(outcome)") }
+    print("\(spec): \(outcome)")
+}
+
 /// A timer fires on time while `spec` fails calls on the loop's thread.
 func timerOnTime(under spec: String) {
     let outcome = onNewThread { () -> String in
@@ -282,6 +310,8 @@ Thread {
 switch CommandLine.arguments.dropFirst().first {
 case "creation": creationFaults()
 case "internal-watcher": internalWatcherReArmed()
+case "deadline-epoll-ctl": loopWorksAfterRegistrationFault("epoll_ctl:2:ENOMEM")
+case "wake-epoll-ctl": loopWorksAfterRegistrationFault("epoll_ctl:1:ENOSPC")
 case "timerfd-settime": timerOnTime(under: "timerfd_settime:1:ENOMEM:0")
 case "timerfd-settime-eintr": timerOnTime(under: "timerfd_settime:1:EINTR:5")
 case "epoll-wait": timerOnTime(under: "epoll_wait:1:ENOMEM:5")

@@ -43,6 +43,14 @@ import Testing
         try expectPass("creation")
     }
 
+    /// Point 7: libev's `epoll_ctl` for the loop's timerfd fails once (ENOMEM): before, its
+    /// `EV_ERROR` was taken for a deadline and timers never fired again. For the wake-up
+    /// eventfd (ENOSPC), libev aborted ("pipe_w not active"). Both are retried now.
+    @Test func point7_aFailedEpollCtlOnTheTimerfdOrEventfdIsRetried() throws {
+        try expectPass("deadline-epoll-ctl")
+        try expectPass("wake-epoll-ctl")
+    }
+
     /// Point 7: libev's `epoll_ctl` for the loop's own epoll set fails (ENOMEM); libev stops the
     /// watcher with `EV_ERROR`, and the loop re-arms it: the caller's descriptor still reports.
     @Test func point7_aFailedEpollCtlOnAnInternalDescriptorIsReArmed() throws {
