@@ -15,13 +15,16 @@ import TestSupport
             let firstHandled = Latch()
             let first = signalSource(SIGUSR2) { firstHandled.open() }
             let stopFirst = Latch()
+            let added = Latch()
             let (firstLoop, firstFinished) = startLoopThread { loop in
                 loop.add(first, forMode: .default)
+                added.open()
                 let keepAlive = EvSource {}
                 loop.add(keepAlive, forMode: .default)
                 while !stopFirst.wait(timeout: 0) { loop.run(mode: .default, timeout: .seconds(30)) }
             }
             // The first loop watches the signal and is asleep.
+            guard added.wait() else { exit(13) }
             kill(getpid(), SIGUSR2)
             guard firstHandled.wait(), spinUntil({ firstLoop.isWaiting }) else { exit(10) }
             first.invalidate()  // from this thread, while the first loop sleeps
