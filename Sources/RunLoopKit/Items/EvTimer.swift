@@ -12,6 +12,9 @@ import Synchronization
 /// repeating timer then moves to the next slot of its grid strictly after now (R42); a one-shot
 /// timer is invalidated after its handler (R43); a timer never fires while its own handler runs
 /// (R59) and never before its fire date (R46).
+///
+/// Foundation's `Timer.scheduledTimer` in one call, made and added on the loop's thread with a
+/// handler that need not be `@Sendable`: ``EvRunLoop/addTimer(after:interval:tolerance:forMode:_:)``.
 public final class EvTimer: Sendable {
     /// CF's `TIMER_INTERVAL_LIMIT`: longer intervals are capped to it (R47).
     public static let intervalLimit: Duration = .seconds(504_911_232)
@@ -99,6 +102,18 @@ public final class EvTimer: Sendable {
             let nanoseconds = newValue.saturatingNanoseconds
             state.withLock { $0.toleranceNanoseconds = nanoseconds }
         }
+    }
+
+    /// Runs the handler at once, on the calling thread, without moving the timer's schedule; a
+    /// timer that does not repeat is then invalidated (Foundation's `fire()`, C125). Does nothing
+    /// on an invalidated timer.
+    ///
+    /// - Thread: any for a timer made with a `@Sendable` handler; a timer made with
+    ///   ``EvRunLoop/addTimer(after:interval:tolerance:forMode:_:)`` only on its loop's thread.
+    public func fire() {
+        guard isValid else { return }
+        handler(self)
+        if !repeats { invalidate() }
     }
 
     /// Stops the timer for good: it is removed from every mode and never fires again (R45).
