@@ -49,10 +49,11 @@ let package = Package(
             dependencies: ["RunLoopKit", "FaultInjection"],
             path: "Tests/FaultHarness"
         ),
-        // Owns a real main thread for the main-loop tests (Swift Testing gives the main thread up).
+        // Owns a real main thread for the main-loop tests (Swift Testing gives the main thread up);
+        // drives CF's main loop too, for the scenarios compared with CF.
         .executableTarget(
             name: "MainLoopHarness",
-            dependencies: ["RunLoopKit"],
+            dependencies: ["RunLoopKit", "CFConformanceSupport"],
             path: "Tests/MainLoopHarness"
         ),
         // Runnable examples of the components (issue #5): `swift run KeepAliveWorker` etc.

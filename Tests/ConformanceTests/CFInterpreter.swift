@@ -201,7 +201,7 @@ final class CFInterpreter: Interpreter, @unchecked Sendable {
     override func run(_ mode: String, _ timeout: RunTimeout, returnAfterSourceHandled: Bool) -> String {
         let seconds: CFTimeInterval = switch timeout {
         case .zero: 0
-        case .guarded, .unguarded: 30
+        case .guarded, .unguarded, .untilAsleep: 30
         case .huge: 1e300
         case .short: 0.05
         }

@@ -9,6 +9,14 @@ import TestSupport
 /// sources are made ready, but no timer is ever due and nothing else wakes the loop (every run
 /// polls). Every other known difference that `KnownDifference.risked(by:)` checks is avoided by
 /// construction, and the shrinker keeps to them.
+///
+/// What the generator makes for the rules of issue 9: timers that move their own fire date
+/// inside their callout, to past and future dates (C80, timer world); `wakeUp` and `stop` while
+/// the loop is idle and from any callout, pre-wait or post-wait (C51–C53, C56), fire-date moves,
+/// wake-ups and stops from another thread (`fromOtherThread`, C75), all in the stop world, where
+/// some runs sleep until a helper sees the thread asleep (`untilAsleep`), so that a wake-up kept
+/// where CF drops it shows as one more pass; and `addCommonMode` of modes that hold nothing
+/// yet, followed by `queryModes` (C10).
 struct ProgramGenerator {
     enum World: Sendable { case timers, stops, ports }
 
@@ -25,9 +33,9 @@ struct ProgramGenerator {
     private var readiedPorts: Set<Int> = []
     private var observers: [Int] = []
     private var blocks: [Int] = []
-    /// Modes that certainly exist (an item or block was put there directly): the only ones made
-    /// common (`KnownDifference.addCommonModeCreatesMode`).
-    private var existingModes: Set<String> = ["default"]
+    /// Every mode each timer was ever put in: a timer that moves itself stays in one mode
+    /// (`KnownDifference.timerRedatedWhileFiringNotArmedInOtherModes`).
+    private var timerModes: [Int: Set<String>] = [:]
     private var observerOrders: Set<Int> = []
     private var scheduledCommonBlock = false
     private var queriedModes = false
@@ -67,18 +75,28 @@ struct ProgramGenerator {
         return [first]
     }
 
-    /// Notes modes that `op` creates when it runs at the top level (a script may never run).
-    private mutating func noteDirect(_ modes: [String], depth: Int) {
-        guard depth == 0 else { return }
-        for mode in modes where mode != "common" { existingModes.insert(mode) }
-    }
-
     private mutating func fireDate() -> FireDate {
         world == .timers && chance(70) ? .past : .future
     }
 
     private mutating func runTimeout() -> RunTimeout {
-        world == .stops && chance(50) ? .guarded : .zero
+        guard world == .stops else { return .zero }
+        switch Int.random(in: 0..<100, using: &rng) {
+        case 0..<40: return .guarded
+        case 40..<65: return .untilAsleep
+        default: return .zero
+        }
+    }
+
+    /// What another thread does to the loop (stop world): a stop, a wake-up or a fire-date move
+    /// (C75), made while the loop's thread waits for it.
+    private mutating func crossThreadOp() -> Op {
+        let timer = timers.randomElement(using: &rng)
+        switch Int.random(in: 0..<3, using: &rng) {
+        case 0: return .fromOtherThread([.stop])
+        case 1 where timer != nil: return .fromOtherThread([.setFireDate(timer!, .future)])
+        default: return .fromOtherThread([.wakeUp])
+        }
     }
 
     private mutating func activities() -> UInt32 {
@@ -112,17 +130,18 @@ struct ProgramGenerator {
             let id = newID(), modes = modes()
             ports.append(id)
             portModes[id] = Set(modes)
-            noteDirect(modes, depth: depth)
-            return .addPortSource(id, order: Int.random(in: 0...3, using: &rng), modes: modes)
+                        return .addPortSource(id, order: Int.random(in: 0...3, using: &rng), modes: modes)
         }
         guard let id = ports.randomElement(using: &rng), portMayBeReady(id) else { return nil }
         readiedPorts.insert(id)
         return .makeReady(id)
     }
 
-    /// Timers whose date a script sets, and timers whose own script runs the loop: never both
+    /// Timers whose date a script sets, and timers whose own script runs the loop: never both;
+    /// timers whose own script moves them stay in one mode
     /// (`timerRedatedWhileFiringNotArmedInOtherModes`).
     private var redatedByScripts: Set<Int> = []
+    private var redatedByOwnScript: Set<Int> = []
     private var runFromOwnScript: Set<Int> = []
 
     /// One operation; `owner` is the item or block whose callout runs it, `depth` the script level.
@@ -137,17 +156,15 @@ struct ProgramGenerator {
             case 0..<8:
                 let id = newID(), modes = modes()
                 timers.append(id)
-                noteDirect(modes, depth: depth)
+                timerModes[id] = Set(modes)
                 return .addTimer(id, fireDate(), interval: chance(40) ? 1_000_000 : 0, modes: modes)
             case 8..<16:
                 let id = newID(), modes = modes()
                 sources.append(id)
-                noteDirect(modes, depth: depth)
                 return .addSource(id, order: Int.random(in: 0...3, using: &rng), modes: modes)
             case 16..<25:
                 let id = newID(), modes = modes()
                 observers.append(id)
-                noteDirect(modes, depth: depth)
                 return .addObserver(id, activities: activities(), order: uniqueObserverOrder(), repeats: chance(80), modes: modes)
             case 25..<29:
                 guard let id = anyItem() else { continue }
@@ -155,6 +172,10 @@ struct ProgramGenerator {
                 if ports.contains(id) {
                     guard !readiedPorts.contains(id) || portMayBeReady(id, alsoIn: mode) else { continue }
                     portModes[id, default: []].insert(mode)
+                }
+                if timers.contains(id) {
+                    if redatedByOwnScript.contains(id), !(timerModes[id] ?? []).union([mode]).isSingleMode { continue }
+                    timerModes[id, default: []].insert(mode)
                 }
                 return .add(id, mode: mode)
             case 29..<34:
@@ -171,26 +192,31 @@ struct ProgramGenerator {
             case 50..<53:
                 guard let id = timers.randomElement(using: &rng) else { continue }
                 if world == .timers, depth > 0 {
-                    if id == ownerID || runFromOwnScript.contains(id) { continue }
+                    if runFromOwnScript.contains(id) { continue }
+                    if id == ownerID {
+                        // C80: a timer moving itself, to the past or the future, in one mode only.
+                        guard (timerModes[id] ?? []).isSingleMode else { continue }
+                        redatedByOwnScript.insert(id)
+                        return .setFireDate(id, chance(50) ? .past : .future)
+                    }
                     redatedByScripts.insert(id)
                 }
                 return .setFireDate(id, fireDate())
             case 53..<56:
-                guard let mode = existingModes.subtracting(["default"]).sorted().randomElement(using: &rng) else { continue }
-                return .addCommonMode(mode)
+                // C10: a mode may be made common before anything is in it; queryModes shows it.
+                return .addCommonMode(["A", "B"].randomElement(using: &rng)!)
             case 56..<63:
                 let id = newID()
                 blocks.append(id)
                 var modes = chance(25) ? ["common"] : self.modes()
                 if queriedModes { modes = modes.map { $0 == "common" ? "default" : $0 } }  // commonBlockCreatesMode
                 if modes.contains("common") { scheduledCommonBlock = true }
-                noteDirect(modes, depth: depth)
                 return .performBlock(id, modes: modes)
             case 63..<77:
                 // Nested runs only from observers and timers (lostHandledSource, blockListDetached).
                 if let owner, depth >= 2 || owner == .source || owner == .block { continue }
                 if owner == .timer, let ownerID, world == .timers {
-                    if redatedByScripts.contains(ownerID) { continue }
+                    if redatedByScripts.contains(ownerID) || redatedByOwnScript.contains(ownerID) { continue }
                     runFromOwnScript.insert(ownerID)
                 }
                 return .run(Self.runModes.randomElement(using: &rng)!, runTimeout(), returnAfterSourceHandled: chance(30))
@@ -205,7 +231,11 @@ struct ProgramGenerator {
                 for _ in 0..<count { script.append(op(depth: depth + 1, owner: kind, ownerID: id)) }
                 return .onCallout(id, script)
             case 91..<96:
-                guard world == .stops, owner != nil else { continue }
+                // C51–C53, C56: from any callout (pre-wait or post-wait), and at the top level
+                // while the loop is idle; or from another thread (C75).
+                guard world == .stops else { continue }
+                if chance(30) { return crossThreadOp() }
+                if owner == nil { return chance(30) ? .stop : .wakeUp }
                 return chance(75) ? .stop : .wakeUp
             case 96..<97:
                 guard !scheduledCommonBlock else { continue }  // commonBlockCreatesMode
@@ -221,3 +251,9 @@ struct ProgramGenerator {
 
 /// The kinds of things a script can be attached to.
 enum ItemKind: Sendable { case timer, source, portSource, observer, block }
+
+extension Set<String> {
+    /// Whether an item ever put in these modes was in at most one mode at a time (`"common"`
+    /// may mean several).
+    var isSingleMode: Bool { count <= 1 && !contains("common") }
+}

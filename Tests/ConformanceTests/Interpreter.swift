@@ -29,6 +29,9 @@ class Interpreter: @unchecked Sendable {
     /// The eventfd behind each port source, opened by `addPortSource` and closed once the program
     /// is over (after `finish()` invalidated the sources).
     private var ports: [Int: Int32] = [:]
+    /// The scenario thread's kernel id and how many runs it has in progress, for `untilAsleep`.
+    private var scenarioThread: Int32 = 0
+    private let runDepth = TestLocked(0)
 
     /// The trace so far (complete once the scenario's thread was joined).
     var trace: [TraceEvent] { events.withLock { $0 } }
@@ -38,6 +41,7 @@ class Interpreter: @unchecked Sendable {
     /// Runs `program` on the calling thread (the scenario's fresh thread).
     final func execute(_ program: [Op]) {
         isRunningProgram = true
+        scenarioThread = cfc_thread_id()
         start()
         for op in program { execute(op) }
         for helper in helpers { pthread_join(helper, nil) }
@@ -89,13 +93,19 @@ class Interpreter: @unchecked Sendable {
         case .run(let mode, let timeout, let rash):
             if timeout == .guarded { installGuard(in: mode) }
             runs.append(timeout)
+            runDepth.withLock { $0 = runs.count }
+            let sleepGuard = timeout == .untilAsleep ? SleepGuard(self, depth: runs.count) : nil
             let result = run(mode, timeout, returnAfterSourceHandled: rash)
+            sleepGuard?.cancel()
             runs.removeLast()
+            runDepth.withLock { $0 = runs.count }
             record(.result(depth: runs.count + 1, mode: mode, result: result))
         case .runDefaultUntilDone:
             runs.append(.unguarded)
+            runDepth.withLock { $0 = runs.count }
             runDefaultUntilDone()
             runs.removeLast()
+            runDepth.withLock { $0 = runs.count }
             record(.result(depth: runs.count + 1, mode: "default", result: "done"))
         case .stop: stop()
         case .wakeUp: wakeUp()
@@ -109,6 +119,15 @@ class Interpreter: @unchecked Sendable {
                 return crossThreadAction(op)
             }
             helpers.append(spawnThread { for action in actions { action() } })
+        case .fromOtherThread(let ops):
+            let actions = ops.compactMap { op -> (@Sendable () -> Void)? in
+                if case .makeReady(let id) = op {
+                    guard let port = ports[id] else { return nil }
+                    return { cfc_port_make_ready(port) }
+                }
+                return crossThreadAction(op)
+            }
+            pthread_join(spawnThread { for action in actions { action() } }, nil)
         case .queryModes:
             let (current, all) = modes()
             record(.modes(current: current ?? "none", all: all.sorted()))
@@ -155,6 +174,41 @@ class Interpreter: @unchecked Sendable {
     final func portCallout(_ id: Int) {
         if let port = ports[id] { cfc_port_drain(port) }
         callout(id, .portPerform(id, mode: currentModeName()))
+    }
+
+    /// The helper thread of an `untilAsleep` run: stops the run once the scenario's thread sleeps
+    /// in that run's wait (not in a nested run's), unless the run ended first.
+    private final class SleepGuard: @unchecked Sendable {
+        private let cancelled = TestLocked(false)
+        private var thread: pthread_t?
+
+        init(_ interpreter: Interpreter, depth: Int) {
+            let stop = interpreter.crossThreadAction(.stop)!
+            let tid = interpreter.scenarioThread, runDepth = interpreter.runDepth, cancelled = cancelled
+            thread = spawnThread {
+                while !cancelled.withLock({ $0 }) {
+                    // Asleep twice, a millisecond apart: a wait that returns at once is never seen so.
+                    if cfc_thread_is_asleep_in_wait(tid) != 0 {
+                        usleep(1000)
+                        let stopped = cancelled.withLock { cancelled -> Bool in
+                            guard !cancelled, runDepth.withLock({ $0 }) == depth, cfc_thread_is_asleep_in_wait(tid) != 0 else {
+                                return false
+                            }
+                            stop()
+                            return true
+                        }
+                        if stopped { return }
+                    }
+                    usleep(100)
+                }
+            }
+        }
+
+        /// Called when the run returned: the helper does nothing more and is joined.
+        func cancel() {
+            cancelled.withLock { $0 = true }
+            if let thread { pthread_join(thread, nil) }
+        }
     }
 
     /// The guard observer's callout: stops the innermost run if it is a guarded one.

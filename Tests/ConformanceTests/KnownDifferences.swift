@@ -1,8 +1,10 @@
 /// Every known difference between the real CFRunLoop (Swift's libFoundation.so on Linux) and
-/// RunLoopKit, with the reason — the one place they are listed. The random generator keeps
-/// clear of each (`ProgramGenerator`), `risked(by:)` recognises the programs that could show
-/// one (the shrinker keeps only programs it clears), and `KnownDifferenceTests` shows each one
-/// still holds on this machine, so an entry that stops being true is noticed.
+/// RunLoopKit, with the reason — the one list of them. The README's table "Where RunLoopKit
+/// differs from CF on purpose" holds the same entries under the same short `title`s
+/// (`DifferenceListTests` checks it). The random generator keeps clear of each
+/// (`ProgramGenerator`), `risked(by:)` recognises the programs that could show one (the shrinker
+/// keeps only programs it clears), and `KnownDifferenceTests` shows each one still holds on this
+/// machine, so an entry that stops being true is noticed. Everything else matches CF.
 enum KnownDifference: String, CaseIterable, Sendable {
     // MARK: RunLoopKit differs on purpose (README, "Where RunLoopKit differs from CF on purpose")
 
@@ -25,6 +27,46 @@ enum KnownDifference: String, CaseIterable, Sendable {
     /// was performed (README). Generator: source callouts never run the loop or invalidate
     /// another source.
     case lostHandledSource
+    /// W1: CF keeps each mode's timers in a sorted array (O(n) add and move); RunLoopKit in a
+    /// heap, O(log n). Cost only, the order is the same.
+    case timersInAHeap
+    /// W2: CF has an eventfd per loop plus an epoll fd and a timerfd per mode, never freed;
+    /// RunLoopKit three descriptors per loop whatever the modes (a fourth once it watches a
+    /// caller's descriptor).
+    case fixedDescriptorsPerLoop
+    /// W3, W16: CF arms a libdispatch timer on a global queue for every run with a finite
+    /// timeout, which wakes the loop from another thread; RunLoopKit's timeout is the deadline of
+    /// the loop's own wait. The same result, without the thread hop.
+    case timeoutInTheWait
+    /// W13, R31: Foundation's `RunLoop.run()` repeats runs until the mode is empty, so it ignores
+    /// a stop; RunLoopKit's `run()` follows CFRunLoopRun and returns when stopped.
+    case runReturnsWhenStopped
+    /// W13, C126: Foundation on Linux has no public wake-up, observers or sources (underscored
+    /// SPI only, with mis-numbered activities); RunLoopKit's are public, typed and `Sendable`.
+    case publicWakeUpObserversAndSources
+    /// C5, C6: a loop whose thread exited keeps, in CF, its modes, timers and observers as long as
+    /// something references the loop (only its sources go); RunLoopKit tears it down (R4): the
+    /// timers and observers are detached (still valid, free to join another loop) and only the
+    /// default mode is left, so a dead loop holds nothing alive.
+    case deadLoopKeepsNothing
+    /// C69, W12: CF reads 8 bytes from a version-1 source's descriptor before its perform, so
+    /// only eventfd-like descriptors work; `EvFileDescriptorSource` reports readiness and leaves
+    /// the reading to its handler (the harness's port callout drains the eventfd itself, so the
+    /// traces are the same).
+    case descriptorLeftToTheHandler
+    /// W9: CF recognises the common pseudo-mode by pointer only, so a mode named
+    /// "kCFRunLoopCommonModes" that is not the constant is a real mode; RunLoopKit compares
+    /// modes by name, so that name is `.common`. Generator: never names it.
+    case commonModesNameIsThePseudoMode
+    /// W10, C65: CF keeps a mode's sources in a hash set by context equality, so a second source
+    /// with the same info and callouts cannot join a mode holding the first (and is never
+    /// performed there); RunLoopKit's sources are distinct objects. The harness gives every
+    /// source its own info.
+    case sourcesNeverMerge
+    /// W6: CF does not disarm a mode's timerfd when its last timer is removed or invalidated, so
+    /// the loop wakes once at the old date for nothing (an extra AfterWaiting and pass);
+    /// RunLoopKit arms only live timers. Generator: every timer date is long past or a day ahead.
+    case removedTimerNeverWakes
 
     // MARK: CF artifacts found by this harness
 
@@ -48,22 +90,12 @@ enum KnownDifference: String, CaseIterable, Sendable {
     /// among themselves. R38 fixes no order. Generator: two port sources that may share a mode
     /// (`.common` counts as sharing every mode) are never both made ready.
     case readyVersion1SourcesUnwatchedInNoFixedOrder
-    /// CF ignores `CFRunLoopWakeUp` (and the wake of `CFRunLoopStop`) from the moment a wait ends
-    /// until the next iteration begins (`__CFRunLoopSetIgnoreWakeUps`): AfterWaiting observers,
-    /// timers, version-1 sources, the last blocks step, Exit. RunLoopKit keeps such a wake-up, so
-    /// its next sleep returns at once (R30: "at most once"). Generator: every sleeping wait
-    /// follows a stop in BeforeWaiting (the guard), so a kept wake-up changes nothing visible.
-    case wakeUpIgnoredAfterWaiting
     /// A timer date already past is clamped to "now" by `CFRunLoopTimerCreate` and
     /// `CFRunLoopTimerSetNextFireDate` (`_fireTSR = now`): past timers fire in the order their
     /// dates were set, not by date, and a repeating one's grid starts when its date was set.
     /// RunLoopKit keeps the date (R40, R42). Generator: dates come from a counter that grows in
     /// execution order, and `query` does not report the next date of a timer that fired.
     case pastFireDatesClampedToNow
-    /// `CFRunLoopAddCommonMode` does not create the mode unless common items must be added to it,
-    /// so `CFRunLoopCopyAllModes` does not list it; RunLoopKit creates it, as R7 says ("made
-    /// common"). Generator: only modes that already hold something are made common.
-    case addCommonModeCreatesMode
     /// `CFRunLoopPerformBlock(rl, kCFRunLoopCommonModes, …)` creates a real mode named
     /// "kCFRunLoopCommonModes" (it "ensures the mode exists" without special-casing the
     /// pseudo-mode), which `CFRunLoopCopyAllModes` then lists. A CF bug. Generator: no mode
@@ -98,6 +130,37 @@ enum KnownDifference: String, CaseIterable, Sendable {
     /// R54 says. Generator: block callouts never run the loop.
     case blockListDetached
 
+    /// The entry's short title, the same in the README's table of differences (and in every
+    /// other document listed in `DifferenceListTests.listings`).
+    var title: String {
+        switch self {
+        case .sourceInOneLoopOnly: "A source belongs to one loop"
+        case .runningCommonStops: "Running the common pseudo-mode stops"
+        case .itemInSecondLoopStops: "A timer or observer in a second loop stops"
+        case .toleranceHonoured: "Timer tolerance is honoured"
+        case .lostHandledSource: "handledSource is never lost"
+        case .timersInAHeap: "Timers in a heap"
+        case .fixedDescriptorsPerLoop: "Three descriptors per loop"
+        case .timeoutInTheWait: "The timeout is part of the wait"
+        case .runReturnsWhenStopped: "run() returns when stopped"
+        case .publicWakeUpObserversAndSources: "Public wake-up, observers and sources"
+        case .deadLoopKeepsNothing: "A dead loop keeps nothing"
+        case .descriptorLeftToTheHandler: "An fd source's handler reads the descriptor"
+        case .commonModesNameIsThePseudoMode: "The name kCFRunLoopCommonModes is the common pseudo-mode"
+        case .sourcesNeverMerge: "Two sources never merge"
+        case .removedTimerNeverWakes: "A removed timer never wakes the loop"
+        case .oneWakeReasonPerIteration: "Every wake reason is handled in one iteration"
+        case .readyVersion1SourcesUnwatchedInNoFixedOrder: "Version-1 sources ready while unwatched come in no fixed order"
+        case .pastFireDatesClampedToNow: "Past fire dates are kept"
+        case .commonBlockCreatesMode: "A block for the common modes creates no mode"
+        case .commonItemsInHashOrder: "Common items join a new common mode in the order they were added"
+        case .timerRemovedFromRunningModeStillFires: "A timer removed from the running mode does not fire"
+        case .timerRedatedWhileFiringNotArmedInOtherModes: "A timer that moves itself fires in all its modes"
+        case .stoppedRunSleepsAfterANestedRunTookItsWakeUp: "A stopped run never sleeps"
+        case .blockListDetached: "A run nested in a block sees the pending blocks"
+        }
+    }
+
     /// Why the entry is here, for reports.
     var reason: String {
         switch self {
@@ -106,10 +169,18 @@ enum KnownDifference: String, CaseIterable, Sendable {
         case .itemInSecondLoopStops: "RunLoopKit on purpose: a timer or observer in a second loop stops with a message"
         case .toleranceHonoured: "RunLoopKit on purpose: tolerance coalesces wake-ups"
         case .lostHandledSource: "CF bug, RunLoopKit on purpose: handledSource kept if any source ran"
+        case .timersInAHeap: "W1, RunLoopKit on purpose: O(log n) timers"
+        case .fixedDescriptorsPerLoop: "W2, RunLoopKit on purpose: descriptors per loop, not per mode"
+        case .timeoutInTheWait: "W3, RunLoopKit on purpose: no libdispatch timer per run"
+        case .runReturnsWhenStopped: "W13, RunLoopKit on purpose: run() follows CFRunLoopRun, not Foundation"
+        case .publicWakeUpObserversAndSources: "W13, RunLoopKit on purpose: public API where Foundation has SPI"
+        case .deadLoopKeepsNothing: "C5, C6, RunLoopKit on purpose: a dead loop is torn down"
+        case .descriptorLeftToTheHandler: "C69, W12, RunLoopKit on purpose: fd sources do not eat data"
+        case .commonModesNameIsThePseudoMode: "W9, RunLoopKit on purpose: modes compare by name"
+        case .sourcesNeverMerge: "W10, RunLoopKit on purpose: sources are objects"
+        case .removedTimerNeverWakes: "W6, RunLoopKit on purpose: no wake-up for a removed timer"
         case .oneWakeReasonPerIteration: "CF artifact: one ready descriptor per iteration (wake-up, timers or a port source)"
-        case .wakeUpIgnoredAfterWaiting: "CF artifact: wake-ups ignored between wait and next iteration"
         case .pastFireDatesClampedToNow: "CF artifact: past fire dates clamped to the time they are set"
-        case .addCommonModeCreatesMode: "R7 vs CF: a mode made common exists in RunLoopKit only"
         case .commonBlockCreatesMode: "CF bug: a block for kCFRunLoopCommonModes creates a mode of that name"
         case .commonItemsInHashOrder: "CF artifact: items made common join a new common mode in hash order"
         case .timerRemovedFromRunningModeStillFires: "CF bug: a timer removed from the running mode during the timers step still fires"
@@ -130,12 +201,13 @@ extension KnownDifference {
     static func risked(by program: [Op]) -> Set<KnownDifference> {
         var risked: Set<KnownDifference> = []
         var kinds: [Int: ItemKind] = [:]
-        var direct: Set<String> = ["default"]  // modes surely created by earlier top-level operations
         var commonBlock = false, queriesModes = false, hasDueTimers = false, wakes = false, scriptRemovesTimer = false
         var sleepsUnguarded = false, wakesUp = false, makesPortsReady = false, lastPastDate = -Double.infinity
         var observerOrders: [Int: Int] = [:]
         var portModes: [Int: Set<String>] = [:], readiedPorts: Set<Int> = []
         var redatedByScripts: Set<Int> = [], redatedByOwnScript: Set<Int> = [], runFromOwnScript: Set<Int> = []
+        var timerModes: [Int: Set<String>] = [:]
+        var nearTimers: Set<Int> = [], removesNearTimer = false
 
         func dated(_ date: FireDate) {
             if date != .future { hasDueTimers = true }
@@ -146,49 +218,59 @@ extension KnownDifference {
             }
         }
 
+        func named(_ modes: [String]) {
+            if modes.contains("kCFRunLoopCommonModes") { risked.insert(.commonModesNameIsThePseudoMode) }
+        }
+
         func visit(_ op: Op, owner: ItemKind?, ownerID: Int?, topLevel: Bool) {
-            func created(_ modes: [String]) { if topLevel { direct.formUnion(modes) } }
+            switch op {
+            case .addTimer(_, _, _, let modes), .addSource(_, _, let modes), .addPortSource(_, _, let modes),
+                .addObserver(_, _, _, _, let modes), .performBlock(_, let modes):
+                named(modes)
+            case .add(_, let mode), .remove(_, let mode), .addCommonMode(let mode), .run(let mode, _, _):
+                named([mode])
+            default:
+                break
+            }
             switch op {
             case .addTimer(let id, let date, _, let modes):
                 kinds[id] = .timer
-                created(modes)
+                timerModes[id, default: []].formUnion(modes)
                 dated(date)
+                if date == .soon || date.isAhead { nearTimers.insert(id) }
             case .setFireDate(let id, let date):
                 dated(date)
+                if date == .soon || date.isAhead { nearTimers.insert(id) }
                 if !topLevel { redatedByScripts.insert(id) }
                 if !topLevel, id == ownerID { redatedByOwnScript.insert(id) }
-            case .addSource(let id, _, let modes):
+            case .addSource(let id, _, _):
                 kinds[id] = .source
-                created(modes)
             case .addPortSource(let id, _, let modes):
                 kinds[id] = .portSource
-                created(modes)
                 portModes[id, default: []].formUnion(modes)
             case .makeReady(let id):
                 makesPortsReady = true
                 readiedPorts.insert(id)
-            case .addObserver(let id, _, let order, _, let modes):
+            case .addObserver(let id, _, let order, _, _):
                 kinds[id] = .observer
-                created(modes)
                 if let other = observerOrders[order], other != id { risked.insert(.commonItemsInHashOrder) }
                 observerOrders[order] = id
             case .add(let id, let mode):
-                // Creates the mode only if the item is still valid, which may have changed. Noted
-                // for any id: a script may name a port source created after it was attached.
+                // Noted for any id: a script may name an item created after it was attached.
                 portModes[id, default: []].insert(mode)
+                timerModes[id, default: []].insert(mode)
             case .performBlock(let id, let modes):
                 kinds[id] = .block
-                created(modes)
                 if modes.contains("common") { commonBlock = true }
-            case .addCommonMode(let mode):
-                if !direct.contains(mode) { risked.insert(.addCommonModeCreatesMode) }
             case .queryModes:
                 queriesModes = true
             case .invalidate(let id):
                 if owner == .source, kinds[id] == .source { risked.insert(.lostHandledSource) }
+                if nearTimers.contains(id) { removesNearTimer = true }
             case .run(_, let timeout, _):
                 if timeout != .zero { wakes = true }
-                if timeout != .zero && timeout != .guarded { sleepsUnguarded = true }
+                // An `untilAsleep` run is stopped only once it sleeps: no stopped run sleeps on.
+                if timeout != .zero && timeout != .guarded && timeout != .untilAsleep { sleepsUnguarded = true }
                 if owner == .timer, let ownerID { runFromOwnScript.insert(ownerID) }
                 if owner == .source { risked.insert(.lostHandledSource) }
                 if owner == .block { risked.insert(.blockListDetached) }
@@ -198,25 +280,34 @@ extension KnownDifference {
             case .stop, .wakeUp:
                 wakes = true
                 wakesUp = true
-            case .onOtherThread(let ops):
+            case .onOtherThread(let ops), .fromOtherThread(let ops):
                 wakes = true
                 wakesUp = true
-                for case .makeReady(let id) in ops {
-                    makesPortsReady = true
-                    readiedPorts.insert(id)
+                for op in ops {
+                    switch op {
+                    case .makeReady(let id):
+                        makesPortsReady = true
+                        readiedPorts.insert(id)
+                    case .setFireDate(_, let date):
+                        dated(date)
+                    default:
+                        break
+                    }
                 }
             case .onCallout(let id, let script):
                 for scripted in script { visit(scripted, owner: kinds[id], ownerID: id, topLevel: false) }
             case .remove(let id, _):
                 if !topLevel, kinds[id] == .timer { scriptRemovesTimer = true }
-            case .signal, .query:
+                if nearTimers.contains(id) { removesNearTimer = true }
+            case .signal, .query, .addCommonMode:
                 break
             }
         }
         for op in program { visit(op, owner: nil, ownerID: nil, topLevel: true) }
         if hasDueTimers && wakes || makesPortsReady && (hasDueTimers || wakes) { risked.insert(.oneWakeReasonPerIteration) }
         if commonBlock && queriesModes { risked.insert(.commonBlockCreatesMode) }
-        if sleepsUnguarded && wakesUp { risked.formUnion([.wakeUpIgnoredAfterWaiting, .stoppedRunSleepsAfterANestedRunTookItsWakeUp]) }
+        if sleepsUnguarded && wakesUp { risked.insert(.stoppedRunSleepsAfterANestedRunTookItsWakeUp) }
+        if removesNearTimer && wakes { risked.insert(.removedTimerNeverWakes) }
         let readied = readiedPorts.sorted()
         for (index, port) in readied.enumerated() {
             for other in readied[..<index] where mayShareAMode(portModes[port] ?? [], portModes[other] ?? []) {
@@ -224,7 +315,9 @@ extension KnownDifference {
             }
         }
         if hasDueTimers && scriptRemovesTimer { risked.insert(.timerRemovedFromRunningModeStillFires) }
-        if hasDueTimers && !(redatedByOwnScript.isEmpty && redatedByScripts.isDisjoint(with: runFromOwnScript)) {
+        // A timer may move itself (C80) if it is only ever in one mode (W18).
+        let movesItselfInSeveralModes = redatedByOwnScript.contains { !(timerModes[$0] ?? []).isSingleMode }
+        if hasDueTimers && (movesItselfInSeveralModes || !redatedByScripts.isDisjoint(with: runFromOwnScript)) {
             risked.insert(.timerRedatedWhileFiringNotArmedInOtherModes)
         }
         return risked
@@ -235,5 +328,14 @@ extension KnownDifference {
     static func mayShareAMode(_ first: Set<String>, _ second: Set<String>) -> Bool {
         guard !first.isEmpty, !second.isEmpty else { return false }
         return first.contains("common") || second.contains("common") || !first.isDisjoint(with: second)
+    }
+}
+
+extension FireDate {
+    /// A date an explicit number of seconds ahead (named scenarios only): one a sleeping loop
+    /// could reach.
+    var isAhead: Bool {
+        if case .at(let seconds) = self { return seconds > 0 }
+        return false
     }
 }

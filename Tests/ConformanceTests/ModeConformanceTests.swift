@@ -66,6 +66,19 @@ import Testing
         ])
     }
 
+    /// C10: making a mode common creates it only if common items must join it; until then
+    /// `allModes` (CF: CFRunLoopCopyAllModes) does not list it and running it finds no mode.
+    @Test func C10_aModeMadeCommonExistsOnlyOnceACommonItemJoinsIt() {
+        expectBothRunLoops([
+            .addCommonMode("A"),
+            .queryModes,
+            .run("A", .zero, returnAfterSourceHandled: false),
+            .queryModes,
+            .addObserver(1, activities: Activity.entry, order: 0, repeats: true, modes: ["common"]),
+            .queryModes,
+        ], trace: [modes(["default"]), returned("finished", "A"), modes(["default"]), modes(["A", "default"])])
+    }
+
     @Test func R11_makingAModeCommonTwiceAddsTheCommonItemsOnce() {
         expectBothRunLoops([
             .addTimer(9, .future, interval: 0, modes: ["A"]),

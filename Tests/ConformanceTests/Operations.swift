@@ -45,6 +45,9 @@ indirect enum Op: Hashable, Sendable, CustomStringConvertible {
     /// also wakes the loop, as a signalling thread must, R22), `setFireDate`, `invalidate`,
     /// `makeReady` (which wakes the loop by itself, R22).
     case onOtherThread([Op])
+    /// Runs `ops` on a new thread and waits for that thread to end: the same cross-thread calls
+    /// as `onOtherThread`, made at a fixed point of the loop's thread (C75, C80, C51–C53).
+    case fromOtherThread([Op])
     /// Records the current mode and every mode of the loop.
     case queryModes
     /// Records whether item `id` is valid (and a version-0 source signalled, a timer's next fire
@@ -84,6 +87,7 @@ indirect enum Op: Hashable, Sendable, CustomStringConvertible {
         case .wakeUp: return ".wakeUp"
         case .onCallout(let id, let ops): return ".onCallout(\(id), [" + ops.map(\.description).joined(separator: ", ") + "])"
         case .onOtherThread(let ops): return ".onOtherThread([" + ops.map(\.description).joined(separator: ", ") + "])"
+        case .fromOtherThread(let ops): return ".fromOtherThread([" + ops.map(\.description).joined(separator: ", ") + "])"
         case .queryModes: return ".queryModes"
         case .query(let id): return ".query(\(id))"
         }
@@ -115,6 +119,10 @@ enum RunTimeout: Hashable, Sendable {
     /// A timeout so large that it means "no deadline" (R26): CF 1e300 s, RunLoopKit
     /// `.seconds(Int64.max)`; the scenario ends the run itself.
     case huge
+    /// 30 s, and a helper thread stops the run once the loop's thread is asleep in the run's
+    /// wait (seen in /proc, not guessed from time): unlike `.guarded`, a wait that returns at once
+    /// (an earlier wake-up was kept, C53) shows as one more pass before the sleep that is stopped.
+    case untilAsleep
     /// 50 ms (named scenarios only), for a run that sleeps with nothing to wake it but its
     /// deadline, so the expiry races nothing.
     case short

@@ -137,7 +137,7 @@ final class RunLoopKitInterpreter: Interpreter, @unchecked Sendable {
     override func run(_ mode: String, _ timeout: RunTimeout, returnAfterSourceHandled: Bool) -> String {
         let duration: Duration = switch timeout {
         case .zero: .zero
-        case .guarded, .unguarded: .seconds(30)
+        case .guarded, .unguarded, .untilAsleep: .seconds(30)
         case .huge: .seconds(Int64.max)
         case .short: .milliseconds(50)
         }

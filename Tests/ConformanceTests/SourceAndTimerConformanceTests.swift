@@ -179,6 +179,36 @@ import Testing
         ])
     }
 
+    /// C80: a date set inside the timer's own callout always wins over the regular schedule, even
+    /// one before the date just fired; a date in the past means "now", so the timer fires again in
+    /// the next timers step (here the next pass, whose wait returns at once), not an interval later.
+    @Test func C80_aPastDateSetInTheTimersOwnCalloutFiresItAgainInTheNextTimersStep() {
+        let waits = [Activity.beforeWaiting, Activity.afterWaiting]
+        expectBothRunLoops([
+            .addObserver(9, activities: Activity.beforeWaiting | Activity.afterWaiting, order: 0, repeats: true, modes: ["default"]),
+            .addTimer(1, .past, interval: 1_000_000, modes: ["default"]),
+            .onCallout(1, [.setFireDate(1, .at(-2000))]),
+            .run("default", .untilAsleep, returnAfterSourceHandled: false),
+            .query(1),
+        ], trace: observed(9, waits) + [fired(1)] + observed(9, waits) + [fired(1)] + observed(9, waits) + [
+            returned("stopped"), .timerState(1, valid: true, fireSlot: nil),
+        ])
+    }
+
+    /// C75, C80: moving a timer's fire date from another thread wakes the loop: one more pass,
+    /// even when the new date is far off.
+    @Test func C75_C80_aFireDateMovedFromAnotherThreadWakesTheLoopForOneMorePass() {
+        expectBothRunLoops([
+            .addObserver(9, activities: Activity.all, order: 0, repeats: true, modes: ["default"]),
+            .addTimer(1, .future, interval: 0, modes: ["default"]),
+            .addObserver(2, activities: Activity.beforeSources, order: 1, repeats: false, modes: ["default"]),
+            .onCallout(2, [.fromOtherThread([.setFireDate(1, .future)])]),
+            .run("default", .untilAsleep, returnAfterSourceHandled: false),
+        ], trace: observed(9, [Activity.entry, Activity.beforeTimers, Activity.beforeSources]) + [observed(2, Activity.beforeSources)]
+            + observed(9, [Activity.beforeWaiting, Activity.afterWaiting, Activity.beforeTimers, Activity.beforeSources])
+            + observed(9, [Activity.beforeWaiting, Activity.afterWaiting, Activity.exit]) + [returned("stopped")])
+    }
+
     @Test func R45_aTimerInvalidatedInItsCalloutNeverFiresAgain() {
         expectBothRunLoops([
             .addTimer(1, .past, interval: 1_000_000, modes: ["default"]),

@@ -117,6 +117,14 @@ case "stall-capture-library-churn":
     let style: EvStallMonitor.BacktraceStyle = CommandLine.arguments[3] == "addresses" ? .addresses : .symbolicated
     StallCaptureScenarios.libraryChurn(style, seconds: Double(CommandLine.arguments[2]) ?? 3)
 
+case "main-queue-phases":
+    // C114: the observer phases around main-queue work, on CF's main loop or on EvRunLoop.main.
+    guard let engine = CommandLine.arguments.dropFirst(2).first.flatMap(MainLoopUnderTest.init(rawValue:)) else {
+        print("usage: main-queue-phases cf|runLoopKit")
+        exit(2)
+    }
+    for line in mainQueuePhases(on: engine) { print(line) }
+
 default:
     print("unknown scenario")
     exit(2)

@@ -309,15 +309,12 @@ final class WorkerCore: Sendable {
 
     /// The final block: everything submitted before it has run (R55). Ends every run of the
     /// worker's loop, including a nested run a work item may have started, in which this block
-    /// can find itself: the stop mark only ends the innermost run (R27), so the block schedules
-    /// itself again until it runs in the outermost one.
+    /// can find itself: `EvRunLoop.stop()` would end only the innermost run (R27), and a block scheduled
+    /// again from the nested run would wait for a wake-up that, made there, can be dropped (C52).
     private func finish(_ loop: EvRunLoop, _ keepAlive: EvSource?) {
         finished.store(true, ordering: .releasing)
         keepAlive?.invalidate()
-        loop.stop()
-        if loop.state.withLock({ $0.runs.count }) > 1 {
-            loop.perform(inModes: [.common]) { [self] in finish(loop, keepAlive) }
-        }
+        loop.stopAllRuns()
     }
 }
 

@@ -46,11 +46,15 @@ extension EvRunLoop {
         }
         guard let run = entered else { return .finished }
         if run.frame == 0 { recorder.outermostRunBegins(at: start) }
+        // C52: a run accepts wake-ups from its start (Entry included); the enclosing run's state,
+        // or "not running", comes back after its Exit.
+        let enclosingAcceptsWakeUps = acceptsWakeUps.exchange(true, ordering: .sequentiallyConsistent)
         notifyObservers(.entry, run)
         let result = iterate(run)
         notifyObservers(.exit, run)
         if run.frame == 0 { recorder.outermostRunEnds() }
         state.withLock { _ = $0.runs.popLast() }
+        acceptsWakeUps.store(enclosingAcceptsWakeUps, ordering: .sequentiallyConsistent)
         if result == .stopped { resumeStopWaiters() }
         return result
     }
@@ -60,9 +64,12 @@ extension EvRunLoop {
         // As CF's __CFRunLoopRun: a stop from an Entry observer ends the run before its first
         // iteration (R27).
         if state.withLock({ $0.runs[run.frame].isStopped }) { return .stopped }
-        var servicedMainQueue = false
+        // C114: CF starts every run as if the previous pass had serviced the main queue, so the
+        // first pass never takes the shortcut below: pending main-queue work is found by the wait.
+        var servicedMainQueue = true
         while true {
             recorder.bump(recorder.iterations)
+            acceptsWakeUps.store(true, ordering: .sequentiallyConsistent)  // C52: until the wait returns
             notifyObservers(.beforeTimers, run)
             notifyObservers(.beforeSources, run)
             performBlocks(run)
@@ -71,7 +78,9 @@ extension EvRunLoop {
             let poll = handledSource || run.pollOnly
             let mainQueueHasWork: Bool
             if run.servicesMainQueue && !servicedMainQueue && backend.value.takeMainQueueSignal() {
-                mainQueueHasWork = true  // R20.7: straight to handling, no sleep
+                // R20.7, C114: straight to handling, no sleep; wake-ups end here as after a wait.
+                acceptsWakeUps.store(false, ordering: .sequentiallyConsistent)
+                mainQueueHasWork = true
             } else {
                 if !poll { notifyObservers(.beforeWaiting, run) }
                 mainQueueHasWork = sleep(run, poll: poll)
@@ -116,6 +125,7 @@ extension EvRunLoop {
             let asleepSince = recorder.sleepBegins()
             reasons = backend.value.wait(poll: false)
             recorder.sleepEnds(asleepSince)
+            acceptsWakeUps.store(false, ordering: .sequentiallyConsistent)  // C52: the post-wait half
             let earlyFor: MonotonicTime? = state.withLock { state in
                 // Re-armed meanwhile for a timer re-dated or added from another thread (R44): that
                 // timer is due now, and the planned one may be far off; nothing to wait out.
@@ -127,6 +137,7 @@ extension EvRunLoop {
             waiting.store(false, ordering: .releasing)
         } else {
             reasons = backend.value.wait(poll: true)
+            acceptsWakeUps.store(false, ordering: .sequentiallyConsistent)  // C52: a poll counts as the wait
         }
         if backend.value.hasReady { collectReadiness() }
         return reasons.contains(.mainQueue) && backend.value.takeMainQueueSignal()

@@ -167,7 +167,7 @@ extension EvRunLoop {
                 if timer.intervalNanoseconds == 0 {  // R43
                     if isBound { detachEverywhere(timer, &state, &timerState) }
                     timerState.isValid = false
-                } else if isBound, !(timerState.rescheduled && timerState.fireDate > firedDate) {  // R44
+                } else if isBound, !timerState.rescheduled {  // R42; C80: a date set meanwhile always wins
                     timerState.fireDate = Self.nextFireDate(after: firedDate, everyNanoseconds: timer.intervalNanoseconds, now: .now())
                     reschedule(timer, &timerState, &state)
                 }

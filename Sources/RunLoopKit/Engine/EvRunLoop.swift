@@ -25,6 +25,10 @@ public final class EvRunLoop: Sendable {
     /// Whether this is the main thread's loop, ``main`` (R2).
     public let isMain: Bool
     let waiting = Atomic<Bool>(false)
+    /// Whether ``wakeUp()`` reaches the libev layer now (CF's per-run "ignore wake-ups" flag,
+    /// C51, C52): true from a run's start and from each pass's start until its wait returns;
+    /// false while no run is in progress and in the post-wait half of a pass.
+    let acceptsWakeUps = Atomic<Bool>(false)
     /// Lock-free hints that let a run skip steps with nothing to do (see ``Hint``).
     let hints = Atomic<UInt32>(0)
     /// Every activity an observer of this loop ever asked for: other phases skip the lock.
@@ -72,7 +76,9 @@ public final class EvRunLoop: Sendable {
     /// The mode of the innermost run in progress, `nil` when the loop is not running (R9).
     public var currentMode: Mode? { state.withLock { $0.runs.last?.mode } }
 
-    /// Every mode that exists on the loop, the default mode first (R7, R8).
+    /// Every mode that exists on the loop, the default mode first (R8; C10, C11: what CF's
+    /// CFRunLoopCopyAllModes lists, so a mode made common that no common item joined yet is not
+    /// in it).
     public var allModes: [Mode] {
         let names = state.withLock { Array($0.modes.keys) }
         return [.default] + names.filter { $0 != .default }.sorted { $0.name < $1.name }
@@ -83,9 +89,16 @@ public final class EvRunLoop: Sendable {
     public var isWaiting: Bool { waiting.load(ordering: .acquiring) }
 
     /// Ends the loop's current sleep, or makes its next sleep return at once — at most once
-    /// however often it is called meanwhile (R30). Safe from any thread; does nothing once the
-    /// loop's thread has exited.
+    /// however often it is called meanwhile (R30, C53). As in CF, a wake-up counts only from a
+    /// run's start until the wait of the current pass returns: while no run is in progress, and
+    /// in the post-wait half of a pass (AfterWaiting, timers, version-1 sources, the last blocks,
+    /// Exit), it does nothing, since the loop looks at its blocks and sources before it next
+    /// waits anyway (C51, C52). Safe from any thread; does nothing once the loop's thread has
+    /// exited.
     public func wakeUp() {
+        // Sequentially consistent, paired with the loop's store at the start of a pass: whoever
+        // posted work before this load is either seen by that pass or woken by this call.
+        guard acceptsWakeUps.load(ordering: .sequentiallyConsistent) else { return }
         if wakeGate.add(1, ordering: .acquiring).newValue < Self.wakeGateClosed {
             backend.value.wakeUp()
         }
@@ -94,7 +107,10 @@ public final class EvRunLoop: Sendable {
 
     /// Stops the innermost run in progress: it returns ``RunResult/stopped`` at the end of its
     /// current iteration, while outer runs carry on (R27, R29). Does nothing when the loop is not
-    /// running (R28). Safe from any thread and from the run's own callouts.
+    /// running (R28). Safe from any thread and from the run's own callouts. Its wake-up follows
+    /// ``wakeUp()``'s rules: a stop made in the post-wait half is seen by that pass's result check
+    /// and leaves nothing for a later run (C52); one made from an Entry observer, as in CF, leaves
+    /// a wake-up that ends the next wait, even the next run's (C56, W7).
     public func stop() {
         let running = state.withLock { state -> Bool in
             guard !state.runs.isEmpty else { return false }
@@ -104,15 +120,27 @@ public final class EvRunLoop: Sendable {
         if running { wakeUp() }
     }
 
+    /// Stops every run in progress, outer ones included: each returns ``RunResult/stopped`` at
+    /// the end of its current iteration and none sleeps again (R27 for each run). For components
+    /// that end a loop for good (``EvWorkerThread``).
+    func stopAllRuns() {
+        let running = state.withLock { state -> Bool in
+            for index in state.runs.indices { state.runs[index].isStopped = true }
+            return !state.runs.isEmpty
+        }
+        if running { wakeUp() }
+    }
+
     /// Adds `mode` to the loop's common modes; every item already added to ``Mode/common`` is
-    /// added to it at once (R11, R13). Adding it twice does nothing. Safe from any thread.
+    /// added to it at once (R11, R13). Adding it twice does nothing. As in CF, the mode comes into
+    /// existence (``allModes`` lists it) only when a common item joins it, now or later (C10).
+    /// Safe from any thread.
     ///
     /// - Precondition: `mode` is not ``Mode/common``.
     public func addCommonMode(_ mode: Mode) {
         require(mode != .common, "EvRunLoop.addCommonMode(_:): .common is the pseudo-mode itself, not a mode")
         let (scheduled, version1SourcesJoined): ([(EvSource, Mode)], Bool) = state.withLock { state in
             guard !state.isDead, state.commonModes.insert(mode).inserted else { return ([], false) }
-            _ = state.modeState(mode)
             for timer in state.commonTimers.values { attach(timer, to: [mode], &state) }
             for (_, observer) in state.commonObservers { attach(observer, to: [mode], &state) }
             for core in state.commonSource1s.values { attach(core, to: [mode], &state) }

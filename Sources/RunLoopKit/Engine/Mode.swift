@@ -1,9 +1,12 @@
 extension EvRunLoop {
     /// The name of a run-loop mode (CF: a `CFRunLoopMode` string).
     ///
-    /// A mode comes into existence on a loop the first time an item is added to it or it is
-    /// made common (R7). ``default`` always exists; ``common`` is the pseudo-mode that stands
-    /// for every mode in the loop's common set (R11–R15) and cannot itself be run (R10).
+    /// A mode comes into existence on a loop the first time an item or a block is put in it,
+    /// directly or as a common item of a common mode (R7, C10); making it common while the loop
+    /// has no common items does not create it. ``default`` always exists; ``common`` is the
+    /// pseudo-mode that stands for every mode in the loop's common set (R11–R15) and cannot
+    /// itself be run (R10). Modes compare by name, so `Mode("kCFRunLoopCommonModes")` is
+    /// ``common`` (CF recognises the pseudo-mode by pointer only, W9).
     public struct Mode: Hashable, Sendable, CustomStringConvertible {
         /// The name's number in the process-wide table of mode names. A mode is only this number,
         /// so copying, comparing and hashing one is as cheap as an `Int` (no string to retain).

@@ -86,8 +86,10 @@ public final class EvTimer: Sendable {
 
     /// The next time the timer fires.
     ///
-    /// Setting it from any thread re-arms the loop's wait (R44); inside the handler a date later
-    /// than the one just fired is kept, an earlier one yields to the regular schedule (R42).
+    /// Setting it from any thread re-arms the loop's wait (R44); from a thread other than the
+    /// loop's it also wakes the loop, which then makes one more pass (C75, C80). A date set while
+    /// the handler runs always wins over the regular schedule (R42), whatever it is: a date in the
+    /// past makes the timer fire again in the next timers step (C80).
     public var fireDate: ContinuousClock.Instant {
         get { state.withLock { $0.fireDate }.instant }
         set { setFireDate(MonotonicTime(newValue)) }
@@ -129,17 +131,20 @@ public final class EvTimer: Sendable {
     }
 
     private func setFireDate(_ date: MonotonicTime) {
-        withItemAndLoopLocked(
+        let loop: EvRunLoop? = withItemAndLoopLocked(
             state,
             bound: { loop, loopState, timer in
-                guard timer.isValid else { return }
+                guard timer.isValid else { return nil }
                 timer.fireDate = date
                 timer.rescheduled = true
                 loop.reschedule(self, &timer, &loopState)
+                return loop
             },
             unbound: { timer in
                 if timer.isValid { timer.fireDate = date }
+                return nil
             })
+        if let loop, ThreadRegistry.existingLoop() !== loop { loop.wakeUp() }  // C75, C80
     }
 }
 

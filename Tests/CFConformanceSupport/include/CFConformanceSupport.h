@@ -41,6 +41,7 @@ extern Boolean CFStringGetCString(CFStringRef string, char *buffer, CFIndex buff
                                   CFStringEncoding encoding);
 
 extern void CFRunLoopRun(void);
+extern CFRunLoopRef CFRunLoopGetMain(void);
 extern void CFRunLoopAddCommonMode(CFRunLoopRef rl, CFStringRef mode);
 extern CFArrayRef CFRunLoopCopyAllModes(CFRunLoopRef rl);
 extern CFStringRef CFRunLoopCopyCurrentMode(CFRunLoopRef rl);
@@ -49,6 +50,9 @@ extern Boolean CFRunLoopIsWaiting(CFRunLoopRef rl);
 extern void CFRunLoopRemoveSource(CFRunLoopRef rl, CFRunLoopSourceRef source, CFStringRef mode);
 extern Boolean CFRunLoopSourceIsSignalled(CFRunLoopSourceRef source);
 extern Boolean CFRunLoopSourceIsValid(CFRunLoopSourceRef source);
+
+extern Boolean CFRunLoopContainsSource(CFRunLoopRef rl, CFRunLoopSourceRef source, CFStringRef mode);
+extern Boolean CFRunLoopContainsTimer(CFRunLoopRef rl, CFRunLoopTimerRef timer, CFStringRef mode);
 
 extern CFAbsoluteTime CFRunLoopTimerGetNextFireDate(CFRunLoopTimerRef timer);
 extern Boolean CFRunLoopTimerIsValid(CFRunLoopTimerRef timer);
@@ -89,6 +93,15 @@ int cfc_port_open(void);
 void cfc_port_make_ready(int port);
 /// Empties a port's eventfd; does nothing if it is empty already.
 void cfc_port_drain(int port);
+/// Empties a port's eventfd and returns what its counter held (0 if it was empty).
+unsigned long long cfc_port_take(int port);
+
+/// The calling thread's kernel id (gettid).
+int cfc_thread_id(void);
+/// Whether thread `tid` of this process is asleep in a poll-type system call (epoll_wait,
+/// epoll_pwait, ppoll, poll, select): the wait of a run loop that found nothing ready. Read from
+/// /proc/self/task/TID/{stat,syscall}; a wait that returns at once is never seen as asleep.
+Boolean cfc_thread_is_asleep_in_wait(int tid);
 
 /// Copies `string` (a mode name) into `buffer` as UTF-8; returns `buffer`, or "" if it does not fit.
 const char *cfc_copy_string(CFStringRef string, char *buffer, long size);

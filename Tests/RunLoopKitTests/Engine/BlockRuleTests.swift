@@ -130,13 +130,13 @@ import Testing
             loop.add(waker, forMode: .default)
             loop.add(
                 EvObserver(activities: .beforeWaiting, repeats: false) { _, _ in
-                    // Scheduled while the loop is busy: a wake-up now would end the coming sleep at once (R30).
+                    // Scheduled before the wait: a wake-up now would end the coming sleep at once (R30, C52).
                     loop.perform(inModes: [.default]) { log.append("block") }
                     beforeWaiting.open()
                 }, forMode: .default)
             Thread {
                 guard blocksWaitUntilAsleep(loop, after: beforeWaiting) else { return }
-                waker.fireDate = .now  // the only thing that ends the sleep (R44 re-arms, no wake-up)
+                waker.fireDate = .now  // the only thing that ends the sleep (R44 re-arms; C75 wakes)
             }.start()
             let result = loop.run(mode: .default, timeout: .seconds(30))
             log.append("\(result)")

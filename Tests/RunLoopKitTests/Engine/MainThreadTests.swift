@@ -5,19 +5,19 @@ import Testing
 /// MainLoopHarness program, whose main thread runs `EvRunLoop.main`.
 @Suite struct MainThreadTests {
     /// Runs a harness scenario and returns its standard output lines.
-    private func harness(_ scenario: String) throws -> [String] {
-        let (status, output, _) = try runHarness(scenario)
+    private func harness(_ scenario: String, _ arguments: String...) throws -> [String] {
+        let (status, output, _) = try runHarness(scenario, arguments)
         #expect(status == 0)
         return output.split(separator: "\n").map(String.init)
     }
 
     /// Runs a harness scenario; returns its exit status, standard output and standard error.
-    private func runHarness(_ scenario: String) throws -> (status: Int32, output: String, errors: String) {
+    private func runHarness(_ scenario: String, _ arguments: [String] = []) throws -> (status: Int32, output: String, errors: String) {
         // The harness is built next to the test bundle, in the same products folder.
         let products = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
         let process = Process()
         process.executableURL = products.appendingPathComponent("MainLoopHarness")
-        process.arguments = [scenario]
+        process.arguments = [scenario] + arguments
         let output = Pipe()
         let errors = Pipe()
         process.standardOutput = output

@@ -143,13 +143,15 @@ private func counting(_ activity: EvRunLoop.Activity, _ latches: [Latch]) -> EvO
         ])
     }
 
-    @Test func R30_wakeUpsWhileBusyEndTheNextSleepOnlyOnce() {
+    /// R30 as CF has it (C52, C53): wake-ups made while busy *before* the wait all end that one
+    /// wait; made after it (C52) they would be dropped, see the C52 conformance tests.
+    @Test func R30_C53_wakeUpsWhileBusyBeforeTheWaitEndTheNextSleepOnlyOnce() {
         let log = EventLog<String>()
         let result = onLoopThread { loop -> EvRunLoop.RunResult in
             loop.add(keepAliveTimer(), forMode: .default)
             loop.add(phaseLogger(log), forMode: .default)
             loop.perform(inModes: [.default]) {
-                for _ in 0..<5 { loop.wakeUp() }  // busy: not lost, not counted five times
+                for _ in 0..<5 { loop.wakeUp() }  // busy before the wait: accepted once, not five times
             }
             let asleepAgain = [Latch(), Latch()]
             loop.add(counting(.beforeWaiting, asleepAgain), forMode: .default)

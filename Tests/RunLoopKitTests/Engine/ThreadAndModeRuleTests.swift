@@ -247,7 +247,8 @@ import Testing
         #expect(found)
     }
 
-    @Test func R7_aModeExistsOnceAnItemIsAddedOrItIsMadeCommon() {
+    /// R7 as CF has it (C10): making a mode common creates it only once a common item joins it.
+    @Test func R7_C10_aModeExistsOnceAnItemIsAddedNotWhenMadeCommonAlone() {
         let (neverRun, modes) = onLoopThread { loop -> (EvRunLoop.RunResult, [[EvRunLoop.Mode]]) in
             var seen = [loop.allModes]
             // Running, removing and asking do not create a mode.
@@ -261,12 +262,15 @@ import Testing
             loop.add(EvObserver(activities: .entry) { _, _ in }, forMode: EvRunLoop.Mode("observer"))
             loop.addCommonMode(EvRunLoop.Mode("common"))
             seen.append(loop.allModes)
+            loop.add(EvObserver(activities: .entry) { _, _ in }, forMode: .common)
+            seen.append(loop.allModes)
             return (neverRun, seen)
         }
         #expect(neverRun == .finished)
         #expect(modes[0] == [.default])
         #expect(modes[1] == [.default])
-        #expect(Set(modes[2]) == Set(["timer", "source", "observer", "common"].map(EvRunLoop.Mode.init) + [.default]))
+        #expect(Set(modes[2]) == Set(["timer", "source", "observer"].map(EvRunLoop.Mode.init) + [.default]))
+        #expect(Set(modes[3]) == Set(["timer", "source", "observer", "common"].map(EvRunLoop.Mode.init) + [.default]))
     }
 
     @Test func R8_allModesListsEveryModeAndAlwaysTheDefaultMode() {
@@ -283,8 +287,9 @@ import Testing
             return seen
         }
         #expect(modes[0] == [.default])
-        #expect(modes[1].count == 4)
-        #expect(Set(modes[1]) == [.default, EvRunLoop.Mode("a"), EvRunLoop.Mode("b"), EvRunLoop.Mode("c")])
+        #expect(modes[1].count == 3)
+        // C10: "c", made common with no common item, does not exist yet.
+        #expect(Set(modes[1]) == [.default, EvRunLoop.Mode("a"), EvRunLoop.Mode("b")])
         #expect(modes[1].contains(.default))
         #expect(!modes[1].contains(.common), "the pseudo-mode is not a mode of the loop")
         #expect(Set(modes[2]) == Set(modes[1]))
