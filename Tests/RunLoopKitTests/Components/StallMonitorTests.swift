@@ -215,7 +215,9 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
         let monitor = EvStallMonitor(loop: loop, configuration: quickConfiguration())
         monitorBox.set(monitor)
         try monitor.start()
-        // Wake the loop once so that it goes to sleep again under the monitor's eyes.
+        // Wake the loop once so that it goes to sleep again under the monitor's eyes: once it
+        // sleeps, as a wake-up sent before its run begins is dropped (C51).
+        #expect(spinUntil { loop.isWaiting })
         try loop.perform(inModes: [.default], waitUntilDone: false) {}
         // The watchdog sees BeforeWaiting and parks (no timed wake-ups while the loop is idle).
         let deadline = ContinuousClock.now + .seconds(30)
