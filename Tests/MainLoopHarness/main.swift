@@ -104,6 +104,16 @@ case "run-main-ends-after-nested-run":
     }
     print("runMain returned \(value)")
 
+case "run-main-from-a-task":
+    // Misuse: runMain from async code (here a main-actor task on the main thread) stops with a
+    // message instead of running the loop inside a main-actor job.
+    Task { @MainActor in
+        _ = EvRunLoop.runMain { 1 }
+        print("runMain returned inside a task")
+        main.stop()
+    }
+    print("result: \(main.run(mode: .default, timeout: .seconds(10)))")
+
 case "run-main-off-main-thread":
     // Misuse: runMain from another thread stops with a message naming the call.
     let thread = Thread { _ = EvRunLoop.runMain { 1 } }  // a body that cannot throw: no try (typed throws)

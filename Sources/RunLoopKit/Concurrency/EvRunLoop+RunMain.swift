@@ -28,12 +28,18 @@ extension EvRunLoop {
     /// - Parameter body: the program; its error type is kept (typed throws).
     /// - Returns: what `body` returned.
     /// - Throws: what `body` threw, with its type.
-    /// - Precondition: called on the process's main thread, from synchronous code (the main loop
-    ///   can only run on its own thread, R5).
+    /// - Precondition: called on the process's main thread (the main loop can only run on its own
+    ///   thread, R5), from synchronous code: not from a task, an async `main` or `@MainActor`
+    ///   async code, where the loop would run inside a main-actor job.
     public static func runMain<T: Sendable, E: Error>(
         _ body: @escaping @Sendable () async throws(E) -> T
     ) throws(E) -> T {
         require(ThreadRegistry.isMainThread, "EvRunLoop.runMain(_:): call it from the process's main thread, in a synchronous main (R5)")
+        // From async code (an async main, a main-actor task) the loop would run inside a job of the
+        // main actor, and drain other main-actor jobs in the middle of it.
+        require(
+            !withUnsafeCurrentTask { $0 != nil },
+            "EvRunLoop.runMain(_:): call it from synchronous code (main.swift's top level, a synchronous static main()), not from a task or an async main")
         let loop = main
         loop.preconditionOwnThread("EvRunLoop.runMain(_:)")
         let finished = MainProgram<T, E>(depth: loop.state.withLock { $0.runs.count })

@@ -80,4 +80,10 @@ import Testing
         #expect(status != 0)
         #expect(errors.contains("EvRunLoop.runMain(_:): call it from the process's main thread"))
     }
+
+    @Test func runMainFromATaskStopsWithAMessageNamingTheCall() throws {
+        let (status, output, errors) = try runHarness("run-main-from-a-task")
+        #expect(status != 0, "\(output)")
+        #expect(errors.contains("EvRunLoop.runMain(_:): call it from synchronous code"))
+    }
 }
