@@ -36,6 +36,9 @@ struct GateCommand: ParsableCommand {
             needed[scenario, default: []].formUnion([limit.subject ?? file.subject, limit.against])
         }
         let scenarios = ScenarioID.allCases.filter { needed[$0] != nil }
+        options.onlyFigures = file.limits.reduce(into: [:]) { only, limit in
+            only[limit.figure, default: []].formUnion([limit.subject ?? file.subject, limit.against])
+        }
         var results = options.measure(scenarios, only: needed)
         func verdict(_ i: Int, attempt: Int) -> GateVerdict {
             GateVerdict(limit: file.limits[i], subject: file.subject, results: results, attempt: attempt)
@@ -53,7 +56,8 @@ struct GateCommand: ParsableCommand {
             log("gate: \(failing.count) limit(s) failed; measuring \(names) again (attempt \(attempt))")
             for scenario in rerun {
                 let backends = options.selectedBackends().filter { needed[scenario]?.contains($0.id) ?? true }
-                results.replace(scenario: scenario.rawValue, with: options.measure(scenario, on: backends))
+                let peers = options.selectedPeers().intersection(needed[scenario] ?? [])
+                results.replace(scenario: scenario.rawValue, with: options.measure(scenario, on: backends, peers: peers))
             }
             for i in failing {
                 verdicts[i] = verdict(i, attempt: attempt)

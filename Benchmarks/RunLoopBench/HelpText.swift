@@ -157,8 +157,9 @@ enum HelpText {
         """
 
     static let gate = """
-        Runs the scenarios that gate.json's limits refer to (wakeup, perform, timers, \
-        and scaling at N = 1e5), measuring only the backends compared, then checks \
+        Runs the scenarios that gate.json's limits refer to (wakeup unpinned, \
+        perform, timers, scaling at N = 1e5, and the instruction counts it names), \
+        measuring only the backends compared, then checks \
         each limit: the ratio subject/against of a figure from this same run \
         (subject: runloopkit unless the file says otherwise) must stay ≤ max, or ≥ \
         min. Ratios, never absolute times: CI machines are shared and noisy. A \

@@ -19,6 +19,8 @@ struct InstructionsScenario {
     var backends: Set<BackendID>
     /// Operations per child run for the short length (the long one is five times as many).
     var quick: Bool
+    /// If set, only the operations with a figure here are counted (the gate's).
+    var onlyFigures: [String: Set<BackendID>]? = nil
 
     /// The timer population sizes (timer-add, timer-cancel).
     static let populations = [1000, 100_000]
@@ -45,7 +47,9 @@ struct InstructionsScenario {
         for operation in InstructionOperation.allCases {
             let populations = [.timerAdd, .timerCancel].contains(operation) ? Self.populations : [0]
             for population in populations {
-                for backend in operation.backends where backends.contains(backend) {
+                let id = "instructions.\(operation.rawValue)" + (population > 0 ? ".\(TimerScalingScenario.label(population))" : "")
+                let wanted = onlyFigures.map { $0[id] ?? [] } ?? backends
+                for backend in operation.backends where backends.contains(backend) && wanted.contains(backend) {
                     jobs.append(Job(operation: operation, backend: backend, population: population))
                 }
             }

@@ -64,6 +64,11 @@ struct BenchOptions: ParsableArguments {
     @Flag(help: "Tiny sizes: checks that everything runs, measures nothing worth keeping.")
     var quick = false
 
+    /// Only these figures, each for the backends it is compared on, where a scenario can
+    /// measure less than all of its own (the gate: the instruction counts and wake-up layouts
+    /// its limits name).
+    var onlyFigures: [String: Set<BackendID>]?
+
     /// Fills in defaults that depend on the command, then shrinks everything if `--quick`.
     mutating func resolve(defaultScalingCounts: [Int]) {
         if scalingCounts.isEmpty { scalingCounts = defaultScalingCounts }
@@ -94,10 +99,12 @@ struct BenchOptions: ParsableArguments {
     }
 
     /// Measures one scenario on `backends` and returns its figures.
-    func measure(_ scenario: ScenarioID, on backends: [any Backend]) -> [Figure] {
-        switch scenario {
+    func measure(_ scenario: ScenarioID, on backends: [any Backend], peers: Set<BackendID>? = nil) -> [Figure] {
+        let peers = peers ?? selectedPeers()
+        return switch scenario {
         case .wakeup:
-            WakeupScenario(samplesPerRound: wakeups, rounds: rounds, peers: Array(selectedPeers()).sorted()).run(backends)
+            WakeupScenario(samplesPerRound: wakeups, rounds: rounds, peers: Array(peers).sorted(),
+                           onlyFigures: onlyFigures).run(backends)
         case .perform: PerformScenario(items: performItems, rounds: rounds).run(backends)
         case .timers: TimerLatenessScenario(fires: timerFires).run(backends)
         case .scaling:
@@ -110,13 +117,14 @@ struct BenchOptions: ParsableArguments {
             StallMonitorScenario(iterations: quick ? 20_000 : 200_000, idle: quick ? .milliseconds(100) : .seconds(1), rounds: rounds)
                 .run(backends)
         case .instructions:
-            InstructionsScenario(backends: Set(backends.map(\.id)).union(selectedPeers()), quick: quick).run()
+            InstructionsScenario(backends: Set(backends.map(\.id)).union(peers), quick: quick,
+                                 onlyFigures: onlyFigures).run()
         case .actorhop:
             // The default actor is no `Backend`: it is measured unless --backend leaves it out.
             ActorHopScenario(samplesPerRound: hops, rounds: rounds,
                              runloopkit: backends.contains { $0.id == .runloopkit },
                              defaultActor: self.backends.isEmpty || self.backends.contains(.defaultActor),
-                             peers: Array(selectedPeers()).sorted())
+                             peers: Array(peers).sorted())
                 .run()
         }
     }
@@ -133,7 +141,8 @@ struct BenchOptions: ParsableArguments {
             let start = nowNs()
             let chosen = only[scenario].map { wanted in backends.filter { wanted.contains($0.id) } }
                 ?? backends
-            results.append(measure(scenario, on: chosen))
+            let peers = only[scenario].map { selectedPeers().intersection($0) } ?? selectedPeers()
+            results.append(measure(scenario, on: chosen, peers: peers))
             log("\(scenario.rawValue): done in \(String(format: "%.1f", Double(nowNs() - start) / 1e9)) s")
         }
         // Every backend with a cell (a value, or "—" for no equivalent), in report order; the

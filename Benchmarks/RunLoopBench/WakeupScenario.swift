@@ -11,6 +11,8 @@ struct WakeupScenario {
     var rounds: Int
     /// SwiftNIO and libdispatch, measured beside the backends (see `Peers`).
     var peers: [BackendID] = []
+    /// If set, only the layouts with a figure here are measured (the gate's).
+    var onlyFigures: [String: Set<BackendID>]? = nil
     var warmup = 200
     var pauseNs: UInt64 = 200_000
 
@@ -23,6 +25,7 @@ struct WakeupScenario {
         ]
         var figures: [Figure] = []
         for (layout, prefix, label) in layouts where layout == .unpinned || Pinning.shared.isAvailable {
+            if let only = onlyFigures, !only.keys.contains(where: { $0.hasPrefix(prefix + ".p") }) { continue }
             log("wakeup: \(label)")
             figures += Pinning.shared.with(layout) {
                 Pinning.shared.asDriver { measure(backends, prefix: prefix, label: label, gated: layout == .unpinned) }
