@@ -89,9 +89,13 @@ extension EvRunLoop {
     /// Schedules `block` to run once on the loop's thread, in the first blocks step of a run of
     /// one of `modes` (R54); ``Mode/common`` means whichever common mode is running then (R15).
     /// Blocks run in the order they were scheduled (R55). Does not wake the loop: call
-    /// ``wakeUp()`` too (R56). Safe from any thread. A block sent to a loop whose thread has
-    /// exited is dropped, as CF does.
+    /// ``wakeUp()`` too (R56, C101), or use ``execute(inModes:_:)``, the cross-thread call that
+    /// wakes it. Safe from any thread. A block sent to a loop whose thread has exited is dropped,
+    /// as CF does.
     ///
+    /// - Parameters:
+    ///   - modes: the modes the block may run in.
+    ///   - block: runs once, on the loop's thread.
     /// - Precondition: `modes` is not empty.
     public func perform(inModes modes: [Mode] = [.common], _ block: @escaping @Sendable () -> Void) {
         require(!modes.isEmpty, "EvRunLoop.perform(inModes:_:): modes must not be empty")
