@@ -17,13 +17,16 @@ import Synchronization
 ///
 /// The executor is also a `TaskExecutor`, for `Task(executorPreference:)`. Jobs only run while the
 /// loop runs a common mode. Once the loop's thread has exited (R4), jobs sent to it — and jobs it
-/// dropped with its thread — run one at a time on a private serial dispatch queue instead, off the
-/// loop's thread: an `await` on a pinned actor returns rather than waiting forever.
+/// dropped with its thread — run one at a time on a serial dispatch queue instead, off the
+/// loop's thread: an `await` on a pinned actor returns rather than waiting forever. That queue is
+/// one for the whole process, so executors of the same exited loop still share one exclusive
+/// context (``isSameExclusiveExecutionContext(other:)``).
 public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
     /// The loop the jobs run on.
     public let loop: EvRunLoop
-    /// Where jobs run once the loop's thread has exited; made on first need.
-    private let orphanage = Locked<DispatchQueue?>(nil)
+    /// Where jobs run once their loop's thread has exited: one serial queue for every executor,
+    /// so that executors of the same loop — the same exclusive context — stay serial.
+    private static let orphanage = DispatchQueue(label: "RunLoopKit.EvRunLoopExecutor.orphaned")
 
     /// An executor running jobs on `loop`'s thread.
     public init(_ loop: EvRunLoop) {
@@ -31,7 +34,7 @@ public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
     }
 
     /// Schedules `job` on the loop's common modes and wakes the loop. Safe from any thread. On a
-    /// loop whose thread has exited, the job runs on the executor's private serial queue.
+    /// loop whose thread has exited, the job runs on the serial queue that stands in for it.
     ///
     /// - Parameter job: the job to run.
     public func enqueue(_ job: consuming ExecutorJob) {
@@ -41,16 +44,10 @@ public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
         if loop.enqueueBlock(inModes: [.common], { pending.run() }) { loop.wakeUp() }
     }
 
-    /// Runs `job` on the private serial queue that stands in for the exited loop's thread.
+    /// Runs `job` on the serial queue that stands in for the exited loop's thread.
     fileprivate func runOrphaned(_ job: UnownedJob) {
-        let queue = orphanage.withLock { queue in
-            if let queue { return queue }
-            let created = DispatchQueue(label: "RunLoopKit.EvRunLoopExecutor.orphaned")
-            queue = created
-            return created
-        }
         let executor = asUnownedSerialExecutor()
-        queue.async { job.runSynchronously(on: executor) }
+        Self.orphanage.async { job.runSynchronously(on: executor) }
     }
 
     /// This executor, compared by ``isSameExclusiveExecutionContext(other:)`` (same loop, same thread).
@@ -66,8 +63,8 @@ public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
     /// Stops with a message unless called on the loop's thread (for `assumeIsolated`) — or, once
     /// the loop's thread has exited, on the queue that runs its jobs instead.
     public func checkIsolated() {
-        if loop.threadHasExited, let queue = orphanage.withLock({ $0 }) {
-            dispatchPrecondition(condition: .onQueue(queue))
+        if loop.threadHasExited {
+            dispatchPrecondition(condition: .onQueue(Self.orphanage))
             return
         }
         loop.preconditionOwnThread("EvRunLoopExecutor.checkIsolated()")

@@ -7,7 +7,11 @@ private actor PinnedEcho {
     let executor: EvRunLoopExecutor
     init(loop: EvRunLoop) { executor = EvRunLoopExecutor(loop) }
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
-    func echo(_ value: Int) -> Int { value }
+    /// Returns `value`, after checking that the actor runs in its executor's context.
+    func echo(_ value: Int) -> Int {
+        executor.checkIsolated()
+        return value
+    }
 }
 
 /// Runs `body` in a task and returns its outcome, or `nil` if it has none within `seconds` (a
@@ -71,8 +75,10 @@ private func outcome(timeout seconds: Double = 20, _ body: @escaping @Sendable (
     }
 
     @Test func actorHopOntoAnExitedLoopResumes() async {
-        let echo = PinnedEcho(loop: exitedLoop())
-        #expect(await outcome { await echo.echo(7) } == "value 7")
+        let loop = exitedLoop()
+        let echo = PinnedEcho(loop: loop)
+        let sibling = PinnedEcho(loop: loop)  // the same exclusive context: the same stand-in queue
+        #expect(await outcome { await echo.echo(7) + sibling.echo(0) } == "value 7")
     }
 
     @Test func actorJobStillPendingWhenTheLoopExitsResumes() async {
