@@ -6,20 +6,21 @@ import RunLoopKit
 import Synchronization
 
 enum StallCaptureScenarios {
-    /// Blocks 10 ms, sleeping on through the capture signals that interrupt the sleep.
-    static func stall() {
-        var request = timespec(tv_sec: 0, tv_nsec: 10_000_000)
+    /// Blocks `milliseconds`, sleeping on through the capture signals that interrupt the sleep.
+    static func stall(milliseconds: Int) {
+        var request = timespec(tv_sec: 0, tv_nsec: milliseconds * 1_000_000)
         var remaining = timespec()
         while nanosleep(&request, &remaining) == -1 && errno == EINTR { request = remaining }
     }
 
-    /// A loop thread whose loop stalls over and over: a timer every millisecond blocks 10 ms.
-    static func stallingLoop() -> EvRunLoop {
+    /// A loop thread whose loop stalls over and over: a timer every millisecond blocks
+    /// `milliseconds`.
+    static func stallingLoop(milliseconds: Int = 10) -> EvRunLoop {
         let handOver = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var loop: EvRunLoop?
         Thread {
             loop = EvRunLoop.current
-            EvRunLoop.current.add(EvTimer(after: .zero, interval: .milliseconds(1)) { _ in stall() }, forMode: .default)
+            EvRunLoop.current.add(EvTimer(after: .zero, interval: .milliseconds(1)) { _ in stall(milliseconds: milliseconds) }, forMode: .default)
             handOver.signal()
             while true { EvRunLoop.current.run(mode: .default, timeout: .seconds(3600)) }
         }.start()
@@ -43,13 +44,14 @@ enum StallCaptureScenarios {
         let reasons = Mutex<Set<String>>([])
         private let start = Date()
         private let seconds: Double
-        init(seconds: Double) { self.seconds = seconds }
+        private let wanted: Int
+        init(seconds: Double, wanted: Int = 20) { (self.seconds, self.wanted) = (seconds, wanted) }
 
-        /// Whether a scenario should go on: for `seconds`, and beyond until 20 backtraces were
-        /// captured (a loaded machine misses many stalls), but never beyond a minute.
+        /// Whether a scenario should go on: for `seconds`, and beyond until `wanted` backtraces
+        /// were captured (a loaded machine misses many stalls), but never beyond a minute.
         var goOn: Bool {
             let elapsed = Date().timeIntervalSince(start)
-            return elapsed < 60 && (elapsed < seconds || count.withLock { $0 } < 20)
+            return elapsed < 60 && (elapsed < seconds || count.withLock { $0 } < wanted)
         }
         /// The line the tests look for, then why some reports had no backtrace.
         func summary() -> String {
@@ -60,9 +62,9 @@ enum StallCaptureScenarios {
 
     /// Three threads start and stop monitors (each with its own watchdog thread and image cache)
     /// on a stalling loop for `seconds`.
-    static func monitorChurn(_ style: EvStallMonitor.BacktraceStyle, seconds: Double) {
+    static func monitorChurn(_ style: EvStallMonitor.BacktraceStyle, seconds: Double, wanted: Int) {
         let loop = stallingLoop()
-        let captures = Captures(seconds: seconds)
+        let captures = Captures(seconds: seconds, wanted: wanted)
         let group = DispatchGroup()
         for index in 0..<3 {
             group.enter()

@@ -121,7 +121,8 @@ case "run-main-off-main-thread":
     while true { pause() }
 
 case "stall-capture-monitor-churn":
-    StallCaptureScenarios.monitorChurn(.symbolicated, seconds: Double(CommandLine.arguments[2]) ?? 3)
+    let wanted = CommandLine.arguments.count > 3 ? Int(CommandLine.arguments[3]) ?? 20 : 20
+    StallCaptureScenarios.monitorChurn(.symbolicated, seconds: Double(CommandLine.arguments[2]) ?? 3, wanted: wanted)
 
 case "stall-capture-library-churn":
     let style: EvStallMonitor.BacktraceStyle = CommandLine.arguments[3] == "addresses" ? .addresses : .symbolicated
