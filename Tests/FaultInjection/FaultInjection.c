@@ -19,12 +19,13 @@ static const char *const call_names[CALL_COUNT] = {
     "epoll_ctl", "epoll_wait", "eventfd", "timerfd_create", "timerfd_settime", "read", "write",
 };
 
+// Every field is atomic: a rule may be re-armed on one thread while another thread's call reads it.
 struct rule {
     atomic_int armed;
-    int error;
-    long first, count, every;
-    int this_thread_only;
-    pthread_t thread;
+    atomic_int error;
+    atomic_long first, count, every;
+    atomic_int this_thread_only;
+    _Atomic pthread_t thread;
     atomic_long calls;
     atomic_long injected;
 };
@@ -100,48 +101,58 @@ static int should_fail(int index) {
     return 1;
 }
 
-#define REAL(name) \
-    static __typeof__(name) *real_##name; \
-    if (!real_##name) real_##name = (__typeof__(name) *)dlsym(RTLD_NEXT, #name)
+// The real functions, looked up once when the program is loaded, before any thread exists.
+static __typeof__(epoll_ctl) *real_epoll_ctl;
+static __typeof__(epoll_wait) *real_epoll_wait;
+static __typeof__(eventfd) *real_eventfd;
+static __typeof__(timerfd_create) *real_timerfd_create;
+static __typeof__(timerfd_settime) *real_timerfd_settime;
+static __typeof__(read) *real_read;
+static __typeof__(write) *real_write;
+
+#define RESOLVE(name) real_##name = (__typeof__(name) *)dlsym(RTLD_NEXT, #name)
+
+__attribute__((constructor)) static void resolve_real_functions(void) {
+    RESOLVE(epoll_ctl);
+    RESOLVE(epoll_wait);
+    RESOLVE(eventfd);
+    RESOLVE(timerfd_create);
+    RESOLVE(timerfd_settime);
+    RESOLVE(read);
+    RESOLVE(write);
+}
 
 int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event) {
-    REAL(epoll_ctl);
     if (should_fail(EPOLL_CTL_CALL)) return -1;
     return real_epoll_ctl(epfd, op, fd, event);
 }
 
 int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout) {
-    REAL(epoll_wait);
     if (should_fail(EPOLL_WAIT_CALL)) return -1;
     return real_epoll_wait(epfd, events, maxevents, timeout);
 }
 
 int eventfd(unsigned int initval, int flags) {
-    REAL(eventfd);
     if (should_fail(EVENTFD_CALL)) return -1;
     return real_eventfd(initval, flags);
 }
 
 int timerfd_create(int clockid, int flags) {
-    REAL(timerfd_create);
     if (should_fail(TIMERFD_CREATE_CALL)) return -1;
     return real_timerfd_create(clockid, flags);
 }
 
 int timerfd_settime(int fd, int flags, const struct itimerspec *new_value, struct itimerspec *old_value) {
-    REAL(timerfd_settime);
     if (should_fail(TIMERFD_SETTIME_CALL)) return -1;
     return real_timerfd_settime(fd, flags, new_value, old_value);
 }
 
 ssize_t read(int fd, void *buffer, size_t count) {
-    REAL(read);
     if (should_fail(READ_CALL)) return -1;
     return real_read(fd, buffer, count);
 }
 
 ssize_t write(int fd, const void *buffer, size_t count) {
-    REAL(write);
     if (should_fail(WRITE_CALL)) return -1;
     return real_write(fd, buffer, count);
 }
