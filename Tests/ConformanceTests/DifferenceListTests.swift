@@ -15,6 +15,7 @@ import Testing
 
     static let listings = [
         Listing(path: "README.md", heading: "## Where RunLoopKit differs from CF on purpose"),
+        Listing(path: "Sources/RunLoopKit/RunLoopKit.docc/DifferencesFromCF.md", heading: "## The list"),
     ]
 
     @Test(arguments: listings)
