@@ -1,7 +1,7 @@
 /// Every known difference between the real CFRunLoop (Swift's libFoundation.so on Linux) and
 /// RunLoopKit, with the reason — the one list of them. The README's table "Where RunLoopKit
-/// differs from CF on purpose" holds the same entries under the same short `title`s
-/// (`DifferenceListTests` checks it). The random generator keeps clear of each
+/// differs from CF on purpose" and the DocC page DifferencesFromCF.md hold the same entries under
+/// the same short `title`s (`DifferenceListTests` checks them). The random generator keeps clear of each
 /// (`ProgramGenerator`), `risked(by:)` recognises the programs that could show one (the shrinker
 /// keeps only programs it clears), and `KnownDifferenceTests` shows each one still holds on this
 /// machine, so an entry that stops being true is noticed. Everything else matches CF.
