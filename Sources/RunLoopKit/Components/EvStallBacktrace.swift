@@ -98,13 +98,13 @@ public struct EvStallBacktrace: Sendable, CustomStringConvertible {
     /// `ImageMap.capture()` lists the file mappings of `/proc/self/maps`, then reads each one's
     /// ELF header straight from memory: a mapping unmapped in between — a library `dlclose`d by
     /// any thread, or the image cache another watchdog thread frees as it exits — is a SIGSEGV
-    /// on the watchdog (issue 10, point 6). Capturing with the Runtime's `LocalMemoryReader`
-    /// reads through `process_vm_readv` instead, which fails with `EFAULT` on an unmapped
-    /// address: the vanished image is then left out (its frames get no image name) and the
-    /// capture goes on. Where `process_vm_readv` is forbidden (a seccomp filter) every read
-    /// fails the same way and the backtrace has addresses only — never a crash.
+    /// on the watchdog (issue 10, point 6). Capturing with a ``ProcessMemoryReader`` reads
+    /// through `process_vm_readv` instead, which fails with `EFAULT` on an unmapped address: the
+    /// vanished image is then left out (its frames get no image name) and the capture goes on.
+    /// Where `process_vm_readv` is forbidden (a seccomp filter) every read fails the same way and
+    /// the backtrace has addresses only — never a crash.
     static func safeImageMap() -> ImageMap {
-        ImageMap.capture(using: LocalMemoryReader(), forProcess: nil)
+        ImageMap.capture(using: ProcessMemoryReader(), forProcess: nil)
     }
 
     /// The Runtime module's name for this machine's architecture.

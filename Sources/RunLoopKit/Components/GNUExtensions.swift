@@ -18,6 +18,12 @@ enum GNUExtensions {
     static let threadAttributes: GetAttributes? = symbol("pthread_getattr_np")
     /// `pthread_sigqueue(3)`: `pthread_kill` with a value the handler receives in `si_value`.
     static let signalQueue: SignalQueue? = symbol("pthread_sigqueue")
+    typealias ReadProcessMemory = @convention(c) (
+        pid_t, UnsafePointer<iovec>?, UInt, UnsafePointer<iovec>?, UInt, UInt
+    ) -> Int
+    /// `process_vm_readv(2)`: copies another (or this) process's memory, failing with `EFAULT`
+    /// on an address that is not mapped instead of faulting.
+    static let readProcessMemory: ReadProcessMemory? = symbol("process_vm_readv")
 
     private static func symbol<F>(_ name: String) -> F? {
         guard let address = dlsym(nil, name) else { return nil }
