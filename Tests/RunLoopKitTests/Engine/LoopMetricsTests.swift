@@ -20,14 +20,19 @@ private func busy(for duration: Duration) {
             loop.add(port, forMode: .default)
             let source = EvSource { note("source") }
             loop.add(source, forMode: .default)
-            loop.add(once(.beforeWaiting) { note("observer") }, forMode: .default)
-            loop.add(EvTimer(after: .milliseconds(1)) { _ in
+            let timer = EvTimer(after: .milliseconds(1)) { _ in
                 note("timer")
                 // A nested run: its block is named while it runs, then the timer again (R58).
                 loop.perform(inModes: [.default]) { note("nested block") }
                 loop.run(mode: .default, timeout: .zero)
                 note("timer after nested run")
                 loop.stop()
+            }
+            // The first iteration polls (a source runs); the second sleeps, and its BeforeWaiting
+            // adds the timer that ends the run, so every kind is seen whatever the machine's speed.
+            loop.add(once(.beforeWaiting) {
+                note("observer")
+                loop.add(timer, forMode: .default)
             }, forMode: .default)
             loop.perform(inModes: [.default]) { note("block") }
             source.signal()

@@ -19,21 +19,17 @@ import Testing
         process.executableURL = products.appendingPathComponent("MainLoopHarness")
         process.arguments = [scenario] + arguments
         let output = Pipe()
-        let errors = Pipe()
         process.standardOutput = output
-        process.standardError = errors
+        // Standard error goes to a file, read once the child has exited: one reader, one pipe.
+        let errorFile = FileManager.default.temporaryDirectory.appendingPathComponent("harness-\(UUID().uuidString).err")
+        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: errorFile) }
+        process.standardError = try FileHandle(forWritingTo: errorFile)
         try process.run()
-        // Standard error is read on another thread, so neither pipe can fill up and block the child.
-        let errorText = Box("")
-        let errorsRead = Latch()
-        Thread {
-            errorText.set(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
-            errorsRead.open()
-        }.start()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        _ = errorsRead.wait()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self), errorText.get)
+        let errorText = (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self), errorText)
     }
 
     @Test func dispatchMainAsyncRunsUnderTheMainLoop() throws {
