@@ -33,7 +33,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopKitTests",
-            dependencies: ["RunLoopKit", "MainLoopHarness", "FaultHarness", "TestSupport"],
+            dependencies: ["RunLoopKit", "CEpoll", "MainLoopHarness", "FaultHarness", "TestSupport"],
             path: "Tests/RunLoopKitTests"
         ),
         // Fault injection (issue 10): wrappers of epoll_ctl, epoll_wait, eventfd, timerfd_create,

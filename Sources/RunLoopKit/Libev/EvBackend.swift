@@ -55,7 +55,7 @@ final class EvBackend {
     private let fallbackTimer: UnsafeMutablePointer<ev_timer>
     private let timerFD: Int32
     /// libev's epoll descriptor, or -1 if it could not be told (see ``backendDescriptor(expected:)``).
-    private let backendFD: Int32
+    private var backendFD: Int32 = -1
     /// Set by the watcher callbacks during `ev_run`; read and cleared by `wait`.
     let reasons: UnsafeMutablePointer<UInt32>
     private var destroyed = false
@@ -128,8 +128,7 @@ final class EvBackend {
         wakeWatcher = .allocate(capacity: 1)
         deadlineWatcher = .allocate(capacity: 1)
         fallbackTimer = .allocate(capacity: 1)
-        backendFD = Self.backendDescriptor(expected: expected)
-        InternalDescriptors.insert([backendFD, wake.descriptor, timerFD].filter { $0 >= 0 })
+        InternalDescriptors.insert([wake.descriptor, timerFD])
 
         ev_set_userdata(loop, Unmanaged.passUnretained(self).toOpaque())
         clibev_io_init(wakeWatcher, { loop, watcher, revents in
@@ -166,18 +165,31 @@ final class EvBackend {
             restartFailedWatchers()
         }
         rearmFailures = 0
+        // Known only now that libev's epoll set holds the wake-up eventfd (see below).
+        backendFD = Self.backendDescriptor(expected: expected, holding: wake.descriptor)
+        if backendFD >= 0 { InternalDescriptors.insert([backendFD]) }
     }
 
     /// libev's epoll descriptor: `expected` (the lowest free number just before `ev_loop_new`)
-    /// if it names an epoll instance, which it does unless another thread took that number in
-    /// between (a narrow race with a descriptor made on another thread); then -1, and that
-    /// loop's epoll descriptor is not known to ``InternalDescriptors``.
-    private static func backendDescriptor(expected: Int32) -> Int32 {
-        var target = [CChar](repeating: 0, count: 64)
-        let length = readlink("/proc/self/fd/\(expected)", &target, target.count - 1)
+    /// if the epoll instance behind that number watches this loop's wake-up eventfd `wake`, which
+    /// only libev's epoll set of this loop can (no source may watch a loop's own descriptor).
+    /// Another thread may have taken that number in between (another loop's epoll set, say): then
+    /// -1, and this loop's epoll descriptor stays unknown to ``InternalDescriptors`` rather than
+    /// a number that belongs to someone else being refused to every caller.
+    private static func backendDescriptor(expected: Int32, holding wake: Int32) -> Int32 {
+        let file = open("/proc/self/fdinfo/\(expected)", O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else { return -1 }
+        defer { close(file) }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        var length = read(file, &bytes, bytes.count)
+        while length < 0 && errno == EINTR { length = read(file, &bytes, bytes.count) }
         guard length > 0 else { return -1 }
-        let name = String(decoding: target[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return name == "anon_inode:[eventpoll]" ? expected : -1
+        let info = String(decoding: bytes[0..<length], as: UTF8.self)
+        // An epoll instance lists each watched descriptor as "tfd: <number> events: …".
+        let watched = info.split(separator: "\n").lazy
+            .filter { $0.hasPrefix("tfd:") }
+            .compactMap { $0.dropFirst(4).split(separator: " ").first.flatMap { Int32($0) } }
+        return watched.contains(wake) ? expected : -1
     }
 
     /// The error for a failed creation call: out of descriptors, or the call and `errno` named.

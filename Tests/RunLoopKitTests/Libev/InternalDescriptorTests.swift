@@ -1,5 +1,7 @@
 import Foundation
+import CEpoll
 import RunLoopKit
+import Synchronization
 import Testing
 import TestSupport
 
@@ -55,5 +57,34 @@ import TestSupport
                 exit(12)
             }
         }
+    }
+
+    /// A loop learns libev's epoll descriptor by noting the lowest free number just before libev
+    /// makes it. Another thread may take that number in between: the loop must then not claim it,
+    /// or that thread's own epoll set (or whatever later reuses the number) is refused as a run
+    /// loop's descriptor. Before, any epoll set at that number was claimed. Threads making loops
+    /// race a thread making epoll sets of its own, each of which must be accepted.
+    @Test func aNumberAnotherThreadTookWhileALoopWasMadeIsNotClaimed() {
+        let done = Atomic<Bool>(false)
+        let refused = Atomic<Int>(0)
+        let maker = spawnThread(named: "epoll maker") {
+            while !done.load(ordering: .acquiring) {
+                let fd = epoll_create1(Int32(EPOLL_CLOEXEC))
+                guard fd >= 0 else { continue }
+                do {
+                    _ = try EvFileDescriptorSource(fileDescriptor: fd, events: .readable) { _ in }
+                } catch {
+                    refused.add(1, ordering: .relaxed)
+                }
+                close(fd)
+            }
+        }
+        for _ in 0..<40 {
+            let threads = (0..<25).map { _ in spawnThread { _ = try? EvRunLoop.forCurrentThread() } }
+            for thread in threads { pthread_join(thread, nil) }
+        }
+        done.store(true, ordering: .releasing)
+        pthread_join(maker, nil)
+        #expect(refused.load(ordering: .relaxed) == 0)
     }
 }
