@@ -67,7 +67,7 @@ public struct EvStallBacktrace: Sendable, CustomStringConvertible {
                 $0.offset == 0 ? .programCounter($0.element.address) : .returnAddress($0.element.address)
             }
             let backtrace = Backtrace(architecture: architecture, frames: frames, images: images)
-            if let symbolicated = backtrace.symbolicated() {
+            if let symbolicated = backtrace.symbolicated(with: images) {
                 return EvStallBacktrace(frames: symbolicated.frames.compactMap { frame in
                     // Skips the "truncated"/"omitted" markers the Runtime may add.
                     guard let address = UInt(frame.captured.originalProgramCounter), address != 0 else { return nil }
@@ -107,7 +107,16 @@ public struct EvStallBacktrace: Sendable, CustomStringConvertible {
         ImageMap.capture(using: ProcessMemoryReader(), forProcess: nil)
     }
 
-    /// The Runtime module's name for this machine's architecture.
-    private static let architecture: String = (try? Backtrace.capture(limit: 1).architecture) ?? "unknown"
+    /// The Runtime module's name for this machine's architecture (its `X86_64Context` and
+    /// `ARM64Context` say these). Not taken from `Backtrace.capture()`, which captures an
+    /// `ImageMap` by reading every mapped image's ELF header straight from memory: a library
+    /// unmapped meanwhile made that a SIGSEGV on the watchdog's first symbolicated capture.
+    #if arch(x86_64)
+    private static let architecture = "x86_64"
+    #elseif arch(arm64)
+    private static let architecture = "arm64"
+    #else
+    private static let architecture = "unknown"
+    #endif
     #endif
 }
