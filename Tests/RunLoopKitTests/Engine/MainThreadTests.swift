@@ -18,18 +18,27 @@ import Testing
         let process = Process()
         process.executableURL = products.appendingPathComponent("MainLoopHarness")
         process.arguments = [scenario] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        // Standard error goes to a file, read once the child has exited: one reader, one pipe.
-        let errorFile = FileManager.default.temporaryDirectory.appendingPathComponent("harness-\(UUID().uuidString).err")
-        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: errorFile) }
-        process.standardError = try FileHandle(forWritingTo: errorFile)
+        // Some scenarios crash on purpose (a misuse that must stop the process). Swift's crash
+        // backtracer would then run as a grandchild holding copies of the child's output
+        // descriptors — under ASan for minutes — so it is disabled, and both outputs go to
+        // files read once the child itself has exited: nothing here waits for an end-of-file
+        // that another process could hold back.
+        process.environment = ProcessInfo.processInfo.environment.merging(["SWIFT_BACKTRACE": "enable=no"]) { $1 }
+        let folder = FileManager.default.temporaryDirectory
+        let outputFile = folder.appendingPathComponent("harness-\(UUID().uuidString).out")
+        let errorFile = folder.appendingPathComponent("harness-\(UUID().uuidString).err")
+        for file in [outputFile, errorFile] { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
+        defer { for file in [outputFile, errorFile] { try? FileManager.default.removeItem(at: file) } }
+        let outputHandle = try FileHandle(forWritingTo: outputFile)
+        let errorHandle = try FileHandle(forWritingTo: errorFile)
+        defer { try? outputHandle.close(); try? errorHandle.close() }
+        process.standardOutput = outputHandle
+        process.standardError = errorHandle
         try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        let outputText = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
         let errorText = (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self), errorText)
+        return (process.terminationStatus, outputText, errorText)
     }
 
     @Test func dispatchMainAsyncRunsUnderTheMainLoop() throws {
