@@ -24,6 +24,8 @@ private func message(_ result: ExitTest.Result?) -> String {
         #expect(!loop.isCurrent)
         #expect(onLoopThread { _ in loop.isCurrent } == false)
         #expect(onLoopThread { $0.isCurrent })
+        // A stop sent before the run starts is dropped (C52, R28): stop the run once it waits.
+        #expect(spinUntil { loop.isWaiting })
         loop.stop()
         #expect(finished.wait())
     }

@@ -59,13 +59,17 @@ private func outcome(timeout seconds: Double = 20, _ body: @escaping @Sendable (
 
     /// The loop's thread parks in a mode that is not common, so a `.common` block stays pending;
     /// the wake-up of the submit ends that run and the thread exits with the block still queued.
+    /// Returns once the loop waits: a wake-up sent before its run starts is dropped (C51, C52),
+    /// and the loop would then sleep out its whole run.
     private func loopExitingOnItsNextWakeUp() -> (loop: EvRunLoop, finished: Latch) {
-        startLoopThread { loop in
+        let (loop, finished) = startLoopThread { loop in
             let parked = EvRunLoop.Mode("parked")
             loop.add(keepAliveTimer(), forMode: parked)
             loop.add(once(.afterWaiting) { loop.stop() }, forMode: parked)
             loop.run(mode: parked, timeout: .seconds(30))
         }
+        precondition(spinUntil { loop.isWaiting }, "loop did not start waiting")
+        return (loop, finished)
     }
 
     @Test func submitStillPendingWhenTheLoopExitsThrowsLoopExited() async {

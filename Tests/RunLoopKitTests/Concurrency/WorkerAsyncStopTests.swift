@@ -21,8 +21,10 @@ import Testing
     }
 
     /// Eight workers each hold their queue on a latch that only a task started after their eight
-    /// `await stop()` calls opens. A stop that blocked its thread would take the whole cooperative
-    /// pool (one thread per core) and the opener would never run: every latch would time out.
+    /// `await stop()` calls opens. Every task here runs on one thread — a worker's loop, through
+    /// its executor — so a stop that blocked its thread would keep the opener from ever running:
+    /// every latch would time out. (On the shared cooperative pool, two cores wide, the opener
+    /// could instead be starved by other tests blocking the pool's threads in a full-suite run.)
     @Test func asyncStopsDoNotBlockTheCooperativePool() async throws {
         let release = Latch()
         let timedOut = EventLog<Int>()
@@ -31,10 +33,18 @@ import Testing
             try worker.start()
             try worker.execute { if !release.wait(timeout: 60) { timedOut.append(index) } }
         }
-        await withTaskGroup(of: Void.self) { group in
-            for worker in workers { group.addTask { await worker.stop() } }
-            group.addTask { release.openForEach(count: workers.count) }
+        let host = EvWorkerThread(name: "async-stop-host")
+        let hostExecutor = EvRunLoopExecutor(try host.start())
+        await withTaskExecutorPreference(hostExecutor) {
+            await withTaskGroup(of: Void.self) { group in
+                for worker in workers { group.addTask { await worker.stop() } }
+                group.addTask {
+                    hostExecutor.checkIsolated()  // the opener shares the stops' one thread
+                    release.openForEach(count: workers.count)
+                }
+            }
         }
+        await host.stop()
         #expect(timedOut.all.isEmpty)
         #expect(workers.allSatisfy { $0.state == .stopped })
     }
