@@ -94,6 +94,28 @@ struct DescriptorSnapshot {
         return kinds.filter { fd, kind in earlier.kinds[fd] != kind && !explained.contains(fd) }
     }
 
+    /// The descriptors open in this snapshot that a run loop owns, found positively: those that
+    /// `EvFileDescriptorSource` refuses as a loop's own. Comparing numbers and kinds with an
+    /// earlier snapshot is not enough: a descriptor closed after it, whose number (and, for an
+    /// eventfd, whose id) the loop's new descriptor took, looks already open.
+    var runLoopOwned: [Int32: String] {
+        kinds.filter { fd, _ in
+            do {
+                _ = try EvFileDescriptorSource(fileDescriptor: fd, events: .readable) { _ in }
+                return false
+            } catch {
+                return (error as? EvSourceError) == .internalDescriptor(fd)
+            }
+        }
+    }
+
+    /// Whether `owned` is exactly one run loop's descriptors, and its epoll instance (from the
+    /// kernel's view, `/proc/self/fdinfo`) watches the other two.
+    func isOneLoopWatchingItsOwn(_ owned: [Int32: String]) -> Bool {
+        guard isExactlyOneRunLoopsDescriptors(owned), let epoll = owned.first(where: { $0.value == "anon_inode:[eventpoll]" })?.key else { return false }
+        return epollTargets[epoll] == Set(owned.keys).subtracting([epoll])
+    }
+
     /// Makes libdispatch create its event loop and its timer descriptors now, before a snapshot,
     /// instead of in the middle of a measurement.
     static func settleLibdispatch() {
@@ -255,14 +277,19 @@ private final class KeepAliveThread: Sendable {
                 worker.post { woke.open() }
                 #expect(woke.wait())
                 let alive = DescriptorSnapshot.take()
+                let owned = alive.runLoopOwned
+                #expect(alive.isOneLoopWatchingItsOwn(owned), "a live loop holds 3 descriptors, its epoll instance watching its eventfd and timerfd (\(transport)): \(owned), \(alive.epollTargets)")
+                // Nothing else is new (a reused number may hide one of the loop's, never add one).
                 let opened = alive.opened(since: before)
-                #expect(isExactlyOneRunLoopsDescriptors(opened), "a live loop holds 3 descriptors (\(transport)): \(opened)")
-                let epoll = opened.first { $0.value == "anon_inode:[eventpoll]" }?.key
-                #expect(epoll.flatMap { alive.epollTargets[$0] } == Set(opened.keys).subtracting([epoll ?? -1]), "the loop's epoll instance watches its eventfd and timerfd: \(alive.epollTargets), \(opened)")
+                #expect(Set(opened.keys).isSubset(of: owned.keys), "descriptors other than the loop's opened (\(transport)): \(opened), loop's: \(owned)")
                 worker.requestStop()
                 #expect(worker.join())
-                let left = DescriptorSnapshot.take().opened(since: before)
-                #expect(left.isEmpty, "the exited thread's loop left descriptors open (\(transport)): \(left)")
+                let after = DescriptorSnapshot.take()
+                #expect(after.runLoopOwned.isEmpty, "the exited thread's loop still owns descriptors (\(transport)): \(after.runLoopOwned)")
+                let stillOpen = owned.filter { after.kinds[$0.key] == $0.value }
+                #expect(stillOpen.isEmpty, "the exited thread's loop left descriptors open (\(transport)): \(stillOpen)")
+                let left = after.opened(since: before)
+                #expect(left.isEmpty, "descriptors left open after the thread exited (\(transport)): \(left)")
             }
             // Starting and ending keep-alive threads again and again leaks nothing (seed 004).
             for _ in 0..<50 {
