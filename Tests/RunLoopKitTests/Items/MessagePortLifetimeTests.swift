@@ -13,7 +13,12 @@ import TestSupport
         let received = EventLog<Int>()
         let port = EvMessagePort<Int> { received.append($0) }
         let exit = Latch()
+        // `finished` opens when the thread's body returns, before the thread's exit tears the loop
+        // down (R4); the port is free for another loop only after that, which this source's
+        // cancel callout (made once every item has left the dying loop) tells.
+        let tornDown = Latch()
         let (_, finished) = startLoopThread { loop in
+            loop.add(EvSource(cancel: { _, _ in tornDown.open() }) {}, forMode: .default)
             loop.add(port, forMode: .default)
             while !exit.wait(timeout: 0) { loop.run(mode: .default, timeout: .microseconds(100)) }
         }
@@ -23,6 +28,7 @@ import TestSupport
             do { try port.send(message) } catch { refused.append(error) }
         }
         #expect(finished.wait())
+        #expect(tornDown.wait())
         #expect(refused.isEmpty, "send refused \(refused.count) messages: \(refused.first.map { "\($0)" } ?? "")")
         #expect(port.isValid)
 
