@@ -116,7 +116,8 @@ import Testing
             targets.append(String(readme[Range(match.range(at: 1), in: readme)!]))
         }
         #expect(!targets.isEmpty)
-        for target in targets where !target.hasPrefix("http://") && !target.hasPrefix("https://") && !target.hasPrefix("#") {
+        for target in targets where !target.hasPrefix("#") {
+            #expect(!target.contains("://"), "README links outside the repository: \(target)")
             let path = String(target.prefix { $0 != "#" })
             let resolved = Self.root.appendingPathComponent(path).standardizedFileURL.path
             #expect(resolved.hasPrefix(Self.root.standardizedFileURL.path + "/"), "README links outside the repository: \(target)")
