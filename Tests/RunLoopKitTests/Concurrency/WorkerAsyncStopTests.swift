@@ -20,10 +20,10 @@ import Testing
         await EvWorkerThread().stop()  // never started: returns at once
     }
 
-    /// Eight workers each hold their queue on a latch that only a task started after their eight
-    /// `await stop()` calls opens. Every task here runs on one thread — a worker's loop, through
-    /// its executor — so a stop that blocked its thread would keep the opener from ever running:
-    /// every latch would time out. (On the shared cooperative pool, two cores wide, the opener
+    /// Eight workers each hold their queue on a latch that only a task opens once all eight
+    /// `await stop()` calls have reached their workers. Every task here runs on one thread — a
+    /// worker's loop, through its executor — so a stop that blocked its thread would keep the
+    /// opener from ever running again: every latch would time out. (On the shared cooperative pool, two cores wide, the opener
     /// could instead be starved by other tests blocking the pool's threads in a full-suite run.)
     @Test func asyncStopsDoNotBlockTheCooperativePool() async throws {
         let release = Latch()
@@ -40,6 +40,9 @@ import Testing
                 for worker in workers { group.addTask { await worker.stop() } }
                 group.addTask {
                     hostExecutor.checkIsolated()  // the opener shares the stops' one thread
+                    // Each stop reaches the worker after a hop through the queue: open only once
+                    // every worker is stopping, so each stop really ran before the latches open.
+                    while workers.contains(where: { $0.state == .running }) { await Task.yield() }
                     release.openForEach(count: workers.count)
                 }
             }
