@@ -15,7 +15,6 @@ import TestSupport
         await #expect(processExitsWith: .success) {
             // libdispatch makes its own descriptors lazily; make them now, before counting.
             DescriptorSnapshot.settleLibdispatch()
-            let before = Set((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [])
             let outcomes = onLoopThread { loop -> [String] in
                 // A first descriptor source makes the loop's second epoll set (for callers' fds).
                 var pipeFDs: [Int32] = [0, 0]
@@ -23,15 +22,16 @@ import TestSupport
                 guard let first = try? EvFileDescriptorSource(fileDescriptor: pipeFDs[1], events: .writable, handler: { _ in }) else { exit(11) }
                 loop.add(first, forMode: .default)
                 _ = loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true)
-                let now = Set((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [])
-                // New epoll sets, and what they watch (a number closed and reused meanwhile is not new).
-                var opened = Set(now.subtracting(before).compactMap { Int32($0) })
-                for fd in opened {
-                    let info = (try? String(contentsOfFile: "/proc/self/fdinfo/\(fd)", encoding: .utf8)) ?? ""
-                    for line in info.split(separator: "\n") where line.hasPrefix("tfd:") {
-                        if let target = line.split(whereSeparator: \.isWhitespace).dropFirst().first.flatMap({ Int32($0) }) { opened.insert(target) }
-                    }
-                }
+                // Found positively, through the kernel's epoll sets (new numbers alone are not
+                // enough: a number closed and reused meanwhile does not look new): the loop's
+                // set for callers' descriptors is the epoll set watching the pipe, libev's is the
+                // one watching that set, and libev's also watches the eventfd and the timerfd.
+                let epollTargets = currentEpollTargets()
+                guard let callers = epollTargets.first(where: { $0.value.contains(pipeFDs[1]) })?.key,
+                    let libev = epollTargets.first(where: { $0.value.contains(callers) })?.key
+                else { exit(13) }
+                var opened: Set<Int32> = [callers, libev]
+                opened.formUnion(epollTargets[libev] ?? [])
                 opened.subtract(pipeFDs)
                 var outcomes: [String] = []
                 for fd in opened.sorted() {
@@ -87,4 +87,19 @@ import TestSupport
         pthread_join(maker, nil)
         #expect(refused.load(ordering: .relaxed) == 0)
     }
+}
+
+/// Every open epoll set of this process, with the descriptors it watches (`/proc/self/fdinfo`).
+private func currentEpollTargets() -> [Int32: Set<Int32>] {
+    var targets: [Int32: Set<Int32>] = [:]
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
+        guard let fd = Int32(name),
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)")) == "anon_inode:[eventpoll]"
+        else { continue }
+        let info = (try? String(contentsOfFile: "/proc/self/fdinfo/\(name)", encoding: .utf8)) ?? ""
+        targets[fd] = Set(info.split(separator: "\n").filter { $0.hasPrefix("tfd:") }.compactMap {
+            $0.split(whereSeparator: \.isWhitespace).dropFirst().first.flatMap { Int32($0) }
+        })
+    }
+    return targets
 }
