@@ -52,9 +52,9 @@ final class EvBackend {
     private let wakeWatcher: UnsafeMutablePointer<ev_io>
     private let deadlineWatcher: UnsafeMutablePointer<ev_io>
     /// Stands in for the timerfd while it cannot be armed (see ``setDeadline(_:)``).
-    private let fallbackTimer: UnsafeMutablePointer<ev_timer>
+    let fallbackTimer: UnsafeMutablePointer<ev_timer>
     private let timerFD: Int32
-    /// libev's epoll descriptor, or -1 if it could not be told (see ``backendDescriptor(expected:)``).
+    /// libev's epoll descriptor, or -1 if it could not be told (see ``backendDescriptor(expected:holding:)``).
     private var backendFD: Int32 = -1
     /// Set by the watcher callbacks during `ev_run`; read and cleared by `wait`.
     let reasons: UnsafeMutablePointer<UInt32>
@@ -77,15 +77,15 @@ final class EvBackend {
     /// only inside the next one, so that one must not block (see ``wait(poll:)``).
     @exclusivity(unchecked) var hasUnflushedWatchers = false
     /// Re-arms of internal watchers that failed again, in a row.
-    @exclusivity(unchecked) private var rearmFailures = 0
+    @exclusivity(unchecked) var rearmFailures = 0
     /// `epoll_wait` failures reported by libev, in a row.
-    @exclusivity(unchecked) private var pollFailures = 0
-    private var seenSystemErrors = 0
+    @exclusivity(unchecked) var pollFailures = 0
+    var seenSystemErrors = 0
     /// The deadline last asked for, and whether the timerfd holds it.
-    private let deadline = Locked<MonotonicTime>(.distantFuture)
+    let deadline = Locked<MonotonicTime>(.distantFuture)
     /// Arming the timerfd failed since the loop last looked (``armFallbackIfNeeded()``).
-    private let deadlineUnarmed = Atomic<Bool>(false)
-    @exclusivity(unchecked) private var fallbackTimerActive = false
+    let deadlineUnarmed = Atomic<Bool>(false)
+    @exclusivity(unchecked) var fallbackTimerActive = false
 
     /// How often a failing `epoll_ctl` re-arm or `epoll_wait` is retried before the process stops.
     static let retryLimit = 64
@@ -261,7 +261,7 @@ final class EvBackend {
         if wake.isSleeping { wake.request(WakeSignal.deadlineChanged) }
     }
 
-    private func arm(_ deadline: MonotonicTime) -> Bool {
+    func arm(_ deadline: MonotonicTime) -> Bool {
         var spec = itimerspec()
         if deadline != .distantFuture {
             let ns = max(deadline.nanoseconds, 1)  // zero would disarm; the past fires at once
@@ -303,87 +303,11 @@ final class EvBackend {
         Unmanaged<EvBackend>.fromOpaque(ev_userdata(loop)).takeUnretainedValue()
     }
 
-    // MARK: Failures
-
-    /// Starts one of the loop's own watchers; its `epoll_ctl` happens in the next `ev_run`.
-    func startInternalWatcher(_ watcher: UnsafeMutablePointer<ev_io>) {
-        ev_io_start(loop, watcher)
-        hasUnflushedWatchers = true
-    }
-
-    /// libev stopped `watcher` after `epoll_ctl` failed for it (`ENOMEM`, `ENOSPC`): start it
-    /// again before the next wait.
-    func internalWatcherFailed(_ watcher: UnsafeMutablePointer<ev_io>) {
-        failedWatchers.append((watcher, errno))
-    }
-
-    /// Stops one of the loop's own watchers for good (or until started again).
-    func stopInternalWatcher(_ watcher: UnsafeMutablePointer<ev_io>) {
-        ev_io_stop(loop, watcher)
-        failedWatchers.removeAll { $0.watcher == watcher }
-    }
-
-    private func restartFailedWatchers() {
-        guard !failedWatchers.isEmpty else {
-            rearmFailures = 0
-            return
-        }
-        let failed = failedWatchers
-        failedWatchers.removeAll()
-        rearmFailures += 1
-        require(
-            rearmFailures <= Self.retryLimit,
-            "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): epoll_ctl keeps refusing the loop's own descriptor \(failed[0].watcher.pointee.fd): \(describe(errno: failed[0].errno))")
-        for (watcher, _) in failed where clibev_is_active(watcher) == 0 {
-            // ev_io_set marks the descriptor for a new epoll_ctl: libev believes the killed
-            // registration still stands and would otherwise skip it.
-            clibev_io_set(watcher, watcher.pointee.fd, Int32(EV_READ))
-            startInternalWatcher(watcher)
-        }
-    }
-
-    /// A timerfd that could not be armed is backed by an `ev_timer` for this wait (libev rounds
-    /// its timeout up to the millisecond: late by less than one, never by a whole sleep).
-    private func armFallbackIfNeeded() {
-        guard deadlineUnarmed.load(ordering: .sequentiallyConsistent),
-            deadlineUnarmed.exchange(false, ordering: .sequentiallyConsistent)
-        else { return }
-        let unarmed: MonotonicTime? = deadline.withLock { requested in arm(requested) ? nil : requested }
-        if fallbackTimerActive {
-            ev_timer_stop(loop, fallbackTimer)
-            fallbackTimerActive = false
-        }
-        guard let unarmed, unarmed != .distantFuture else { return }
-        let remaining = max(0, Double(unarmed.nanoseconds &- MonotonicTime.now().nanoseconds) / 1e9)
-        ev_now_update(loop)
-        clibev_timer_init(fallbackTimer, { loop, _, _ in
-            guard let loop else { return }
-            EvBackend.of(loop).reasons.pointee |= WakeReasons.deadline.rawValue
-        }, remaining, 0)
-        ev_timer_start(loop, fallbackTimer)
-        fallbackTimerActive = true
-    }
-
     /// The requests made since the last look: a wake-up, signals that arrived.
     private func takeWakeRequests() {
         let requests = wake.takeRequests()
         if requests & WakeSignal.wakeUp != 0 { reasons.pointee |= WakeReasons.wakeUp.rawValue }
         if requests & WakeSignal.signalArrived != 0 { collectSignals() }
-    }
-
-    /// A blocking `ev_run` returned with nothing: libev's minute is up, or `epoll_wait` failed
-    /// (reported through ``SystemErrorHook``), which is retried unless it keeps failing.
-    private func checkPollFailures() {
-        let count = SystemErrorHook.count
-        guard count != seenSystemErrors else {
-            pollFailures = 0
-            return
-        }
-        seenSystemErrors = count
-        pollFailures += 1
-        require(
-            pollFailures <= Self.retryLimit,
-            "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): epoll_wait keeps failing: \(SystemErrorHook.lastMessage)")
     }
 }
 
