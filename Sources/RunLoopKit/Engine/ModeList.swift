@@ -1,16 +1,28 @@
 /// The modes an item is in: a short list that keeps the usual one or two modes inline, without a
 /// heap allocation, because it is read and changed on every add, remove and cancel of an item.
 ///
-/// A long list (an item in thousands of modes) also keeps a set of its modes, so that `contains`,
-/// and with it adding, removing and invalidating such an item, costs O(1) per mode instead of
-/// O(modes): invalidating a timer in 100,000 modes was quadratic.
+/// Modes past the second live in a copy-on-write ``Tail`` that also keeps a set of them, so that
+/// `contains`, and with it adding an item to, removing it from or invalidating it in thousands of
+/// modes, costs O(1) per mode instead of O(modes): invalidating a timer in 100,000 modes was
+/// quadratic. A list of one or two modes holds no tail, as it held an empty array before.
 struct ModeList: Sequence, Sendable, ExpressibleByArrayLiteral {
     private var first: EvRunLoop.Mode?
     private var second: EvRunLoop.Mode?
-    private var more: [EvRunLoop.Mode] = []
-    /// Every mode of `more`, once `more` is longer than ``indexThreshold`` (empty before).
-    private var index: Set<EvRunLoop.Mode> = []
-    private static let indexThreshold = 16
+    private var tail: Tail?
+
+    /// The modes past the second, in order, and the same modes as a set.
+    ///
+    /// `@unchecked Sendable`: a tail is changed only while its ``ModeList`` holds the one
+    /// reference to it (copy on write), so a tail another list can see is never changed.
+    private final class Tail: @unchecked Sendable {
+        var modes: [EvRunLoop.Mode]
+        var index: Set<EvRunLoop.Mode>
+
+        init(modes: [EvRunLoop.Mode], index: Set<EvRunLoop.Mode>) {
+            self.modes = modes
+            self.index = index
+        }
+    }
 
     init() {}
 
@@ -25,20 +37,20 @@ struct ModeList: Sequence, Sendable, ExpressibleByArrayLiteral {
     var isEmpty: Bool { first == nil }
 
     func contains(_ mode: EvRunLoop.Mode) -> Bool {
-        if first == mode || second == mode { return true }
-        if more.isEmpty { return false }
-        return more.count > Self.indexThreshold ? index.contains(mode) : more.contains(mode)
+        first == mode || second == mode || (tail?.index.contains(mode) ?? false)
     }
 
     /// Appends `mode` (the caller keeps the list free of duplicates).
     mutating func append(_ mode: EvRunLoop.Mode) {
-        if first == nil { first = mode } else if second == nil { second = mode } else { appendToMore(mode) }
-    }
-
-    private mutating func appendToMore(_ mode: EvRunLoop.Mode) {
-        more.append(mode)
-        if more.count > Self.indexThreshold {
-            if index.isEmpty { index = Set(more) } else { index.insert(mode) }
+        if first == nil {
+            first = mode
+        } else if second == nil {
+            second = mode
+        } else if isKnownUniquelyReferenced(&tail) {  // false while there is no tail
+            tail!.modes.append(mode)
+            tail!.index.insert(mode)
+        } else {
+            tail = Tail(modes: (tail?.modes ?? []) + [mode], index: (tail?.index ?? []).union([mode]))
         }
     }
 
@@ -65,7 +77,9 @@ struct ModeList: Sequence, Sendable, ExpressibleByArrayLiteral {
             switch position {
             case 0: return list.first
             case 1: return list.second
-            default: return position - 2 < list.more.count ? list.more[position - 2] : nil
+            default:
+                guard let tail = list.tail, position - 2 < tail.modes.count else { return nil }
+                return tail.modes[position - 2]
             }
         }
     }
