@@ -156,9 +156,11 @@ extension EvRunLoop {
 
     /// R16: no sources, no timers, no pending block for it (observers do not count). Called with
     /// the loop's lock held; takes the blocks' lock, which comes after it.
-    func isEmpty(_ mode: ModeState, _ state: LoopState) -> Bool {
+    /// Takes the common set rather than the whole ``LoopState``: passing that large struct by
+    /// value copied it (a `memcpy`) on every iteration's result check.
+    func isEmpty(_ mode: ModeState, commonModes: Set<Mode>) -> Bool {
         guard mode.sourceCount == 0 && mode.timerCount == 0 else { return false }
-        let isCommon = state.commonModes.contains(mode.mode)
+        let isCommon = commonModes.contains(mode.mode)
         return !pendingBlocks.withLock { $0.hasBlocks(for: mode.mode, isCommon: isCommon) }
     }
 }

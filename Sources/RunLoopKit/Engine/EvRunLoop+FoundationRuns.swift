@@ -69,7 +69,7 @@ extension EvRunLoop {
         state.withLock { state in
             guard let modeState = state.existingModeState(mode) else { return true }
             let servicesMainQueue = isMain && state.commonModes.contains(mode) && !state.isServicingMainQueue
-            return !servicesMainQueue && isEmpty(modeState, state)
+            return !servicesMainQueue && isEmpty(modeState, commonModes: state.commonModes)
         }
     }
 }

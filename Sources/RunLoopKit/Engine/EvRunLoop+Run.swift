@@ -13,6 +13,8 @@ extension EvRunLoop {
         /// The main loop in a common mode, not nested in a main-queue block: it services
         /// libdispatch's main queue, which also keeps the mode from being empty (R17, R60).
         let servicesMainQueue: Bool
+        /// ``EvRunLoop/stopRequests`` when the run was entered.
+        let stopRequestsAtEntry: UInt64
     }
 
     /// Runs the loop once in `mode` (CFRunLoopRunInMode): Entry, iterations until a result
@@ -38,11 +40,12 @@ extension EvRunLoop {
         let deadline = timeout.map { pollOnly ? start : start.adding($0) } ?? .distantFuture
         let entered: RunContext? = state.withLock { state in
             let servicesMainQueue = isMain && state.commonModes.contains(mode) && !state.isServicingMainQueue
-            guard let modeState = state.existingModeState(mode), servicesMainQueue || !isEmpty(modeState, state) else { return nil }
+            guard let modeState = state.existingModeState(mode), servicesMainQueue || !isEmpty(modeState, commonModes: state.commonModes) else { return nil }
             state.runs.append(RunFrame(mode: mode))
             return RunContext(
                 mode: mode, modeState: modeState, frame: state.runs.count - 1, deadline: deadline, pollOnly: pollOnly,
-                returnAfterSourceHandled: returnAfterSourceHandled, servicesMainQueue: servicesMainQueue)
+                returnAfterSourceHandled: returnAfterSourceHandled, servicesMainQueue: servicesMainQueue,
+                stopRequestsAtEntry: stopRequests.load(ordering: .relaxed))
         }
         guard let run = entered else { return .finished }
         if run.frame == 0 { recorder.outermostRunBegins(at: start) }
@@ -67,6 +70,7 @@ extension EvRunLoop {
         // C114: CF starts every run as if the previous pass had serviced the main queue, so the
         // first pass never takes the shortcut below: pending main-queue work is found by the wait.
         var servicedMainQueue = true
+        var stopsSeen = run.stopRequestsAtEntry
         while true {
             recorder.bump(recorder.iterations)
             acceptsWakeUps.store(true, ordering: .sequentiallyConsistent)  // C52: until the wait returns
@@ -95,7 +99,7 @@ extension EvRunLoop {
                 handledSource = true
             }
             performBlocks(run)
-            if let result = result(of: run, handledSource: handledSource) { return result }
+            if let result = result(of: run, handledSource: handledSource, stopsSeen: &stopsSeen) { return result }
         }
     }
 
@@ -144,13 +148,22 @@ extension EvRunLoop {
     }
 
     /// R24: the first result that holds after an iteration, or `nil` to go on.
-    private func result(of run: RunContext, handledSource: Bool) -> RunResult? {
+    ///
+    /// Without the lock when nothing can have changed the answer: no stop was requested since
+    /// the run last looked (`stopsSeen`, a ``stopRequests`` count), and the mode holds a source
+    /// or a timer, so it cannot be empty (R16). A stop or removal made by another thread at the
+    /// same moment is then seen at the next pass's check, as if made just after this one (which
+    /// taking the lock could not rule out either).
+    private func result(of run: RunContext, handledSource: Bool, stopsSeen: inout UInt64) -> RunResult? {
         if handledSource && run.returnAfterSourceHandled { return .handledSource }
         if run.deadline != .distantFuture, MonotonicTime.now() >= run.deadline { return .timedOut }
+        let stops = stopRequests.load(ordering: .acquiring)
+        if stops == stopsSeen && (run.servicesMainQueue || run.modeState.hasItems.load(ordering: .relaxed)) { return nil }
         return state.withLock { state in
             if state.runs[run.frame].isStopped { return .stopped }
+            stopsSeen = stops
             if run.servicesMainQueue { return nil }  // R17
-            return isEmpty(run.modeState, state) ? .finished : nil
+            return isEmpty(run.modeState, commonModes: state.commonModes) ? .finished : nil
         }
     }
 

@@ -110,6 +110,7 @@ extension EvRunLoop {
     /// When the loop must wake for `mode`'s timers: the earliest fire date, delayed within the
     /// timers' tolerances to fire several at once (R46); timers whose handler runs are skipped (R59).
     func nextTimerWakeUp(_ modeState: ModeState) -> MonotonicTime {
+        guard modeState.timerCount > 0 else { return .distantFuture }
         var firing: [TimerHeap.Entry] = []
         defer { for entry in firing { modeState.timers.push(entry) } }
         while let top = modeState.timers.peekLive() {
@@ -127,6 +128,7 @@ extension EvRunLoop {
     /// entry stale, so the outer step then skips it.
     func fireDueTimers(_ run: RunContext) {
         let modeState = run.modeState
+        guard modeState.hasTimers.load(ordering: .relaxed) else { return }
         let due: [TimerHeap.Entry] = state.withLock { _ in
             guard modeState.timers.peekLive() != nil else { return [] }  // no clock read without timers
             let now = MonotonicTime.now()

@@ -33,6 +33,9 @@ public final class EvRunLoop: Sendable {
     let hints = Atomic<UInt32>(0)
     /// Every activity an observer of this loop ever asked for: other phases skip the lock.
     let observedActivities = Atomic<UInt32>(0)
+    /// How many times a run was marked stopped, counted under the lock with the mark: a run that
+    /// saw the same count before knows, without the lock, that no stop reached it since (R27).
+    let stopRequests = Atomic<UInt64>(0)
     /// The callout running now and the loop's counters (``metrics``), written by its thread only.
     let recorder = LoopRecorder()
     /// Guards cross-thread ``wakeUp()`` against teardown without taking ``state``: the count of
@@ -115,6 +118,7 @@ public final class EvRunLoop: Sendable {
         let running = state.withLock { state -> Bool in
             guard !state.runs.isEmpty else { return false }
             state.runs[state.runs.count - 1].isStopped = true
+            stopRequests.add(1, ordering: .releasing)
             return true
         }
         if running { wakeUp() }
@@ -126,6 +130,7 @@ public final class EvRunLoop: Sendable {
     func stopAllRuns() {
         let running = state.withLock { state -> Bool in
             for index in state.runs.indices { state.runs[index].isStopped = true }
+            if !state.runs.isEmpty { stopRequests.add(1, ordering: .releasing) }
             return !state.runs.isEmpty
         }
         if running { wakeUp() }

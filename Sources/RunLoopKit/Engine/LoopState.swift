@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Everything a run loop knows, guarded by ``EvRunLoop/state``.
 ///
 /// Item membership is recorded twice on purpose: each item lists its own modes (under its own
@@ -84,8 +86,22 @@ struct RunFrame {
 /// lookup by name, and touches it under the lock.
 final class ModeState: @unchecked Sendable {
     let mode: EvRunLoop.Mode
-    var sourceCount = 0
-    var timerCount = 0
+    var sourceCount = 0 {
+        didSet { hasItems.store(sourceCount > 0 || timerCount > 0, ordering: .relaxed) }
+    }
+    var timerCount = 0 {
+        didSet {
+            hasTimers.store(timerCount > 0, ordering: .relaxed)
+            hasItems.store(sourceCount > 0 || timerCount > 0, ordering: .relaxed)
+        }
+    }
+    /// `timerCount > 0` and `sourceCount > 0 || timerCount > 0`, readable without the lock: a
+    /// timers step of a mode with no timers, and the end-of-pass check of a mode that cannot be
+    /// empty (R16), skip the lock. Written under the lock, so a run that took the lock since the
+    /// count changed (every pass does, before it waits) sees the change; a change concurrent with
+    /// the step is as if made just after it.
+    let hasTimers = Atomic<Bool>(false)
+    let hasItems = Atomic<Bool>(false)
     /// Read and written only under the loop's lock, like every field here, so the run time's
     /// exclusivity check (a thread-local access set, about 100 instructions per access, several
     /// accesses per iteration) would only repeat what the lock guarantees.
