@@ -79,7 +79,20 @@ extension EvRunLoop {
         _ = detach(source, from: sourceState.modes, &state, &sourceState)
     }
 
-    /// Called by ``EvSource/signal()`` after it set the flag: queue the source for its modes.
+    /// Called by ``EvSource/signal()`` with the source's lock held, after it set the flag: queues
+    /// the source if the loop's lock is free now; false, having done nothing, if it is not (the
+    /// lock order is the loop's lock first, so under an item's lock it may only be tried).
+    func tryEnqueueSignalled(_ source: EvSource) -> Bool {
+        let queued: Bool? = state.withLockIfAvailable { state in
+            state.enqueueSignalled(source)
+            setHint(Hint.signalledSources)
+            return true
+        }
+        return queued ?? false
+    }
+
+    /// Called by ``EvSource/signal()`` after it set the flag and found the loop's lock taken:
+    /// queue the source for its modes if it is still signalled and bound here.
     func enqueueSignalled(_ source: EvSource) {
         state.withLock { state in
             source.state.withLock { sourceState in
@@ -99,8 +112,7 @@ extension EvRunLoop {
         let work: SignalledWork = state.withLock { state in
             // The common case, one signalled source: take it at once, no list to build.
             if state.signalled.count == 1 {
-                let source = state.signalled[0]
-                return take(source, in: mode, &state) ? .taken(source) : .none
+                return takeOnlySignalled(in: mode, &state).map(SignalledWork.taken) ?? .none
             }
             var ready: [(order: Int, sequence: UInt64, source: EvSource)] = []
             for source in state.signalled {
@@ -120,7 +132,7 @@ extension EvRunLoop {
             return true
         case .candidates(let sources):
             var performed = false
-            for source in sources where state.withLock({ take(source, in: nil, &$0) }) {
+            for source in sources where state.withLock({ take(source, &$0) }) {
                 Callout.sourcePerform(source, on: self)
                 performed = true
                 if run.returnAfterSourceHandled { break }
@@ -135,11 +147,30 @@ extension EvRunLoop {
         case candidates([EvSource])
     }
 
-    /// Clears the source's signalled flag just before its callout, so a signal during the callout
-    /// runs it again later (R33); false if it is no longer signalled, valid or (with `mode`) in it.
-    private func take(_ source: EvSource, in mode: Mode?, _ state: inout LoopState) -> Bool {
+    /// The one signalled source, taken off the list (its reference moves out of it: no retain,
+    /// no release) with its flag cleared, if it is valid and in `mode`; `nil`, leaving it there,
+    /// if not.
+    private func takeOnlySignalled(in mode: Mode, _ state: inout LoopState) -> EvSource? {
+        let source = state.signalled.removeLast()
         let taken = source.state.withLock { sourceState in
-            guard sourceState.isSignalled, sourceState.isValid, mode.map(sourceState.modes.contains) ?? true else { return false }
+            guard sourceState.isSignalled, sourceState.isValid, sourceState.modes.contains(mode) else { return false }
+            sourceState.isSignalled = false  // R33: cleared before the perform
+            return true
+        }
+        guard taken else {
+            state.signalled.append(source)  // back in its slot, 0
+            return nil
+        }
+        source.signalledSlot = -1
+        clearHint(Hint.signalledSources)
+        return source
+    }
+
+    /// Clears the source's signalled flag just before its callout, so a signal during the callout
+    /// runs it again later (R33); false if it is no longer signalled or valid.
+    private func take(_ source: EvSource, _ state: inout LoopState) -> Bool {
+        let taken = source.state.withLock { sourceState in
+            guard sourceState.isSignalled, sourceState.isValid else { return false }
             sourceState.isSignalled = false
             return true
         }

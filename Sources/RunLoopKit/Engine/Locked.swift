@@ -37,6 +37,17 @@ struct Locked<Value: ~Copyable>: ~Copyable, @unchecked Sendable {
         nonisolated(unsafe) let pointer = value
         return try body(&pointer.pointee)
     }
+
+    /// Runs `body` under the lock if it is free now; `nil` without waiting if it is not
+    /// (`Mutex.withLockIfAvailable`).
+    borrowing func withLockIfAvailable<Result: ~Copyable, E: Error>(
+        _ body: (inout sending Value) throws(E) -> sending Result
+    ) throws(E) -> sending Result? {
+        guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+        defer { pthread_mutex_unlock(mutex) }
+        nonisolated(unsafe) let pointer = value
+        return try body(&pointer.pointee)
+    }
 }
 #else
 /// The lock RunLoopKit uses for all shared state (see the `RUNLOOPKIT_PTHREAD_LOCKS` variant).

@@ -46,14 +46,21 @@ public final class EvSource: Sendable {
 
     /// Marks the source as ready to perform. Safe from any thread; does not wake the loop (R22).
     /// Does nothing on an invalidated source (R36).
+    ///
+    /// Each lock is taken once: the source's, and inside it the loop's, only tried, since the lock
+    /// order is the loop's first. If the loop holds its lock (it is awake, in a step), the source
+    /// lets go of its own and queues itself the long way round.
     public func signal() {
-        let loop: EvRunLoop? = state.withLock { source in
+        let contended: EvRunLoop? = state.withLock { source in
             guard source.isValid, !source.isSignalled else { return nil }
             source.isSignalled = true
-            source.signalSequence = Self.signalSequence.add(1, ordering: .relaxed).newValue
-            return source.loop
+            // Relaxed: the sequence only has to order signals, and one atomic's modification
+            // order already agrees with every happens-before between them (R33, C58). Wrapping:
+            // one locked add, no overflow check (2^64 signals do not happen).
+            source.signalSequence = Self.signalSequence.wrappingAdd(1, ordering: .relaxed).newValue
+            return source.loop?.tryEnqueueSignalled(self) == false ? source.loop : nil
         }
-        loop?.enqueueSignalled(self)
+        contended?.enqueueSignalled(self)
     }
 
     /// Whether the source is signalled and has not performed since.
