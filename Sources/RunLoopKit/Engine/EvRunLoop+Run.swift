@@ -35,12 +35,12 @@ extension EvRunLoop {
         // Checked before ownership: a dead loop has no thread that owns it (R4).
         require(!state.withLock { $0.isDead }, "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): this loop's thread has exited (R4)")
         preconditionOwnThread("EvRunLoop.run(mode:timeout:returnAfterSourceHandled:)")
-        let start = MonotonicTime.now()
         let pollOnly = timeout.map { $0 <= .zero } ?? false
-        let deadline = timeout.map { pollOnly ? start : start.adding($0) } ?? .distantFuture
+        // The clock only when a deadline needs it (a poll's has always passed, R25).
+        let deadline = timeout.map { pollOnly ? MonotonicTime(nanoseconds: 0) : MonotonicTime.now().adding($0) } ?? .distantFuture
         let entered: RunContext? = state.withLock { state in
             let servicesMainQueue = isMain && state.commonModes.contains(mode) && !state.isServicingMainQueue
-            guard let modeState = state.existingModeState(mode), servicesMainQueue || !isEmpty(modeState, commonModes: state.commonModes) else { return nil }
+            guard let modeState = state.modeStateForRun(mode), servicesMainQueue || !isEmpty(modeState, commonModes: state.commonModes) else { return nil }
             state.runs.append(RunFrame(mode: mode))
             return RunContext(
                 mode: mode, modeState: modeState, frame: state.runs.count - 1, deadline: deadline, pollOnly: pollOnly,
@@ -48,7 +48,7 @@ extension EvRunLoop {
                 stopRequestsAtEntry: stopRequests.load(ordering: .relaxed))
         }
         guard let run = entered else { return .finished }
-        if run.frame == 0 { recorder.outermostRunBegins(at: start) }
+        if run.frame == 0 { recorder.outermostRunBegins() }
         // C52: a run accepts wake-ups from its start (Entry included); the enclosing run's state,
         // or "not running", comes back after its Exit.
         let enclosingAcceptsWakeUps = acceptsWakeUps.exchange(true, ordering: .sequentiallyConsistent)
@@ -154,14 +154,21 @@ extension EvRunLoop {
     /// or a timer, so it cannot be empty (R16). A stop or removal made by another thread at the
     /// same moment is then seen at the next pass's check, as if made just after this one (which
     /// taking the lock could not rule out either).
+    @inline(__always)
     private func result(of run: RunContext, handledSource: Bool, stopsSeen: inout UInt64) -> RunResult? {
         if handledSource && run.returnAfterSourceHandled { return .handledSource }
+        if run.pollOnly { return .timedOut }  // R25: CF's deadline of a poll is in the past
         if run.deadline != .distantFuture, MonotonicTime.now() >= run.deadline { return .timedOut }
         let stops = stopRequests.load(ordering: .acquiring)
         if stops == stopsSeen && (run.servicesMainQueue || run.modeState.hasItems.load(ordering: .relaxed)) { return nil }
-        return state.withLock { state in
+        stopsSeen = stops
+        return stoppedOrFinished(run)
+    }
+
+    /// The lock-taking half of ``result(of:handledSource:stopsSeen:)``.
+    private func stoppedOrFinished(_ run: RunContext) -> RunResult? {
+        state.withLock { state in
             if state.runs[run.frame].isStopped { return .stopped }
-            stopsSeen = stops
             if run.servicesMainQueue { return nil }  // R17
             return isEmpty(run.modeState, commonModes: state.commonModes) ? .finished : nil
         }

@@ -79,10 +79,10 @@ struct LoopRecorder: ~Copyable {
         current.store(entry.previous, ordering: .relaxed)
     }
 
-    /// The outermost run begins at `start` (already read by the run).
+    /// The outermost run begins (timing only: reads the clock).
     @inline(__always)
-    func outermostRunBegins(at start: MonotonicTime) {
-        if timing.load(ordering: .relaxed) { awakeSince.store(start.nanoseconds, ordering: .relaxed) }
+    func outermostRunBegins() {
+        if timing.load(ordering: .relaxed) { awakeSince.store(MonotonicTime.now().nanoseconds, ordering: .relaxed) }
     }
 
     /// The outermost run ends: its last awake stretch counts.

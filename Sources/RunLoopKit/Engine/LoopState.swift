@@ -66,6 +66,19 @@ struct LoopState {
         mode == .default ? defaultMode : modes[mode]
     }
 
+    /// The mode other than the default one that a run last entered (modes are never removed, so
+    /// it stays valid): a run switching to the same mode again, as nested runs of a tracking
+    /// mode do, skips hashing its name.
+    private var lastRunMode: ModeState?
+
+    /// ``existingModeState(_:)`` for entering a run.
+    mutating func modeStateForRun(_ mode: EvRunLoop.Mode) -> ModeState? {
+        if mode == .default { return defaultMode }
+        if let last = lastRunMode, last.mode == mode { return last }
+        lastRunMode = modes[mode]
+        return lastRunMode
+    }
+
 
     /// The modes an item added to `mode` lands in: the common set for `.common` (R12).
     func expand(_ mode: EvRunLoop.Mode) -> ModeList {
