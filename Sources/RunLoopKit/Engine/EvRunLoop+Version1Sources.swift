@@ -118,10 +118,13 @@ extension EvRunLoop {
     }
 
     /// Whether a version-1 source of `mode` is ready, so the next wait must not block.
+    @inline(__always)
     func hasReadySource1(_ run: RunContext, _ state: inout LoopState) -> Bool {
-        guard hasHint(Hint.readySource1s) else { return false }
-        let mode = run.mode
-        return state.readySource1s.values.contains { core in core.state.withLock { $0.modes.contains(mode) } }
+        hasHint(Hint.readySource1s) && hasReadySource1(in: run.mode, &state)
+    }
+
+    private func hasReadySource1(in mode: Mode, _ state: inout LoopState) -> Bool {
+        state.readySource1s.values.contains { core in core.state.withLock { $0.modes.contains(mode) } }
     }
 
     /// R38: handles at most one ready version-1 source of `mode`, the one ready longest.

@@ -15,8 +15,15 @@ struct WatchSet {
 
 extension EvRunLoop {
     /// Starts the watchers of `mode`'s sources and stops the others (loop thread, lock held).
+    /// Inlined up to the check that they already are, which is what every pass but the first
+    /// of a run finds.
+    @inline(__always)
     func syncWatchers(for mode: Mode, _ state: inout LoopState) {
         guard state.watches.syncedMode != mode else { return }
+        resyncWatchers(for: mode, &state)
+    }
+
+    private func resyncWatchers(for mode: Mode, _ state: inout LoopState) {
         let backend = backend.value
         var wanted = state.existingModeState(mode)?.watchedSources ?? [:]
         for (id, source) in state.source1s {

@@ -99,9 +99,12 @@ private func busy(for duration: Duration) {
         let (metrics, wall) = onLoopThread { loop -> (EvRunLoop.Metrics, Duration) in
             loop.collectsTimingMetrics = true
             // The first timer computes for 20 ms; the second, due 1 ms after it, waits for it:
-            // it fires at least 19 ms late whichever step picks it up.
-            loop.add(EvTimer(after: .milliseconds(10)) { _ in busy(for: .milliseconds(20)) }, forMode: .default)
-            loop.add(EvTimer(after: .milliseconds(11)) { _ in }, forMode: .default)
+            // it fires at least 19 ms late whichever step picks it up. Both dates come from one
+            // clock reading: made one after the other, the second could be due later than 1 ms
+            // after the first on a loaded machine.
+            let base = ContinuousClock.now
+            loop.add(EvTimer(fireAt: base + .milliseconds(10)) { _ in busy(for: .milliseconds(20)) }, forMode: .default)
+            loop.add(EvTimer(fireAt: base + .milliseconds(11)) { _ in }, forMode: .default)
             let start = ContinuousClock.now
             loop.run(mode: .default, timeout: .seconds(30))
             return (loop.metrics, start.duration(to: .now))
