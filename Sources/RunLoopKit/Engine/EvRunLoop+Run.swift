@@ -32,21 +32,26 @@ extension EvRunLoop {
     @discardableResult
     public func run(mode: Mode = .default, timeout: Duration? = nil, returnAfterSourceHandled: Bool = false) -> RunResult {
         require(mode != .common, "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): the .common pseudo-mode cannot be run (R10)")
-        // Checked before ownership: a dead loop has no thread that owns it (R4).
-        require(!state.withLock { $0.isDead }, "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): this loop's thread has exited (R4)")
-        preconditionOwnThread("EvRunLoop.run(mode:timeout:returnAfterSourceHandled:)")
+        if !ThreadRegistry.isOwnedByCallingThread(self) {
+            // A dead loop has no thread that owns it: say that rather than blame the caller's (R4).
+            requireAlive(state.withLock { $0.isDead })
+            preconditionOwnThread("EvRunLoop.run(mode:timeout:returnAfterSourceHandled:)")
+        }
         let pollOnly = timeout.map { $0 <= .zero } ?? false
         // The clock only when a deadline needs it (a poll's has always passed, R25).
         let deadline = timeout.map { pollOnly ? MonotonicTime(nanoseconds: 0) : MonotonicTime.now().adding($0) } ?? .distantFuture
-        let entered: RunContext? = state.withLock { state in
+        let (isDead, entered): (Bool, RunContext?) = state.withLock { state in
+            // Its own thread can still reach a dead loop, from an exit hook (R4).
+            if state.isDead { return (true, nil) }
             let servicesMainQueue = isMain && state.commonModes.contains(mode) && !state.isServicingMainQueue
-            guard let modeState = state.modeStateForRun(mode), servicesMainQueue || !isEmpty(modeState, commonModes: state.commonModes) else { return nil }
+            guard let modeState = state.modeStateForRun(mode), servicesMainQueue || !isEmpty(modeState, commonModes: state.commonModes) else { return (false, nil) }
             state.runs.append(RunFrame(mode: mode))
-            return RunContext(
+            return (false, RunContext(
                 mode: mode, modeState: modeState, frame: state.runs.count - 1, deadline: deadline, pollOnly: pollOnly,
                 returnAfterSourceHandled: returnAfterSourceHandled, servicesMainQueue: servicesMainQueue,
-                stopRequestsAtEntry: stopRequests.load(ordering: .relaxed))
+                stopRequestsAtEntry: stopRequests.load(ordering: .relaxed)))
         }
+        requireAlive(isDead)
         guard let run = entered else { return .finished }
         if run.frame == 0 { recorder.outermostRunBegins() }
         // C52: a run accepts wake-ups from its start (Entry included); the enclosing run's state,
@@ -65,8 +70,9 @@ extension EvRunLoop {
     /// The iterations of one run, in CF's order (R20), until a result applies (R24).
     private func iterate(_ run: RunContext) -> RunResult {
         // As CF's __CFRunLoopRun: a stop from an Entry observer ends the run before its first
-        // iteration (R27).
-        if state.withLock({ $0.runs[run.frame].isStopped }) { return .stopped }
+        // iteration (R27). Only a stop made since the run was entered can have marked it.
+        if stopRequests.load(ordering: .acquiring) != run.stopRequestsAtEntry,
+           state.withLock({ $0.runs[run.frame].isStopped }) { return .stopped }
         // C114: CF starts every run as if the previous pass had serviced the main queue, so the
         // first pass never takes the shortcut below: pending main-queue work is found by the wait.
         var servicedMainQueue = true
@@ -145,6 +151,10 @@ extension EvRunLoop {
         }
         if backend.value.hasReady { collectReadiness() }
         return reasons.contains(.mainQueue) && backend.value.takeMainQueueSignal()
+    }
+
+    private func requireAlive(_ isDead: Bool) {
+        require(!isDead, "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): this loop's thread has exited (R4)")
     }
 
     /// R24: the first result that holds after an iteration, or `nil` to go on.
