@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// A Swift concurrency executor backed by a run loop: jobs run on the loop's thread, one at a
 /// time, in the loop's common modes (as perform-blocks, R15, R54).
@@ -38,14 +37,18 @@ public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
     ///
     /// - Parameter job: the job to run.
     public func enqueue(_ job: consuming ExecutorJob) {
-        let pending = PendingJob(UnownedJob(job), self)
-        // A block the loop refuses (its thread has exited) or drops with its thread releases the
-        // job unrun: it then runs on the stand-in queue.
-        if loop.enqueueBlock(inModes: [.common], { pending.run() }) { loop.wakeUp() }
+        // The job itself is queued, with no closure around it. A job the loop refuses (its thread
+        // has exited) or drops with its thread (BlockQueue.Work.dropped) runs on the stand-in queue.
+        let job = UnownedJob(job)
+        if loop.enqueue(.job(job, self), inModes: [.common]) {
+            loop.wakeUp()
+        } else {
+            runOrphaned(job)
+        }
     }
 
     /// Runs `job` on the serial queue that stands in for the exited loop's thread.
-    fileprivate func runOrphaned(_ job: UnownedJob) {
+    func runOrphaned(_ job: UnownedJob) {
         let executor = asUnownedSerialExecutor()
         Self.orphanage.async { job.runSynchronously(on: executor) }
     }
@@ -68,29 +71,5 @@ public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
             return
         }
         loop.preconditionOwnThread("EvRunLoopExecutor.checkIsolated()")
-    }
-}
-
-/// One job on its way to the loop. If the loop never runs it — its thread exited first, or exits
-/// with the job still queued (R4) — the last release hands the job to the executor's stand-in
-/// queue, so the task it belongs to is resumed instead of lost.
-private final class PendingJob: Sendable {
-    private let job: UnownedJob
-    private let executor: EvRunLoopExecutor
-    private let ran = Atomic<Bool>(false)
-
-    init(_ job: UnownedJob, _ executor: EvRunLoopExecutor) {
-        self.job = job
-        self.executor = executor
-    }
-
-    /// Runs the job on the loop's thread.
-    func run() {
-        ran.store(true, ordering: .relaxed)
-        job.runSynchronously(on: executor.asUnownedSerialExecutor())
-    }
-
-    deinit {
-        if !ran.load(ordering: .relaxed) { executor.runOrphaned(job) }
     }
 }

@@ -1,166 +1,231 @@
 /// Pending perform-blocks of a loop (CF's `_blocks_head` list), guarded by the loop's lock.
 ///
-/// Blocks keep the order they were scheduled in (R55); counts per mode answer "does this mode
-/// have a pending block" (R16, R57) without walking the queue.
+/// CF keeps one list and walks all of it in every blocks step, blocks for other modes included
+/// (W19). Here each mode has a lane of its own, `.common` too: a step takes the running mode's
+/// lane, and the common lane while that mode is common, and merges them by the global sequence
+/// number every block gets when it is queued, so blocks still run in the order they were
+/// scheduled (R55) and a step costs O(the blocks that run). A block for several modes is queued
+/// in each of their lanes with one shared ``Claim``: the first step that takes it claims it, and
+/// its copies elsewhere count as gone at once and are dropped when their lane is next taken or
+/// empties.
 struct BlockQueue {
-    struct Block {
-        let modes: [EvRunLoop.Mode]
-        let body: @Sendable () -> Void
-        /// Its place in scheduling order, set by ``BlockQueue/append(_:)``.
-        var sequence: UInt64 = 0
+    /// What a queued entry runs: a closure, or a concurrency job run on its executor (queued
+    /// as it is, without a closure around it).
+    enum Work: Sendable {
+        case block(@Sendable () -> Void)
+        case job(UnownedJob, EvRunLoopExecutor)
+
+        /// Runs the work on the loop's thread.
+        func run(on loop: EvRunLoop) {
+            switch self {
+            case .block(let body): Callout.block(body, on: loop)
+            case .job(let job, let executor): Callout.block({ job.runSynchronously(on: executor.asUnownedSerialExecutor()) }, on: loop)
+            }
+        }
+
+        /// The loop dropped the work unrun (its thread exited, R4): a closure is released; a job
+        /// runs on the executor's stand-in queue, so its task is resumed instead of lost.
+        func dropped() {
+            if case .job(let job, let executor) = self { executor.runOrphaned(job) }
+        }
     }
 
-    private var blocks: [Block] = []
-    /// Pending blocks per mode; `.common` and `.default`, the usual targets, have counters of
-    /// their own so queuing a block for them hashes nothing.
-    private var commonCount = 0
-    private var defaultCount = 0
-    private var counts: [EvRunLoop.Mode: Int] = [:]
+    /// Shared by the copies of a block queued for several modes (C100: it runs once).
+    ///
+    /// `@unchecked Sendable`: `isClaimed` is read and written only under the blocks' lock.
+    final class Claim: @unchecked Sendable {
+        /// The lanes the block was queued in.
+        let modes: [EvRunLoop.Mode]
+        var isClaimed = false
+        init(_ modes: [EvRunLoop.Mode]) { self.modes = modes }
+    }
+
+    /// One queued block.
+    struct Entry: Sendable {
+        /// Its place in scheduling order (R55).
+        let sequence: UInt64
+        let work: Work
+        /// Set when the block was queued for several modes.
+        let claim: Claim?
+    }
+
+    /// The blocks queued for one mode, in sequence order.
+    struct Lane {
+        var entries: [Entry] = []
+        /// Entries not claimed by another lane's step: the blocks this mode would run.
+        var live = 0
+        /// Entries with a ``Claim`` (claimed or not): when there are none, the lane is taken
+        /// whole, with no look at its entries.
+        var shared = 0
+    }
+
+    private var common = Lane()
+    private var defaultLane = Lane()
+    private var named: [EvRunLoop.Mode: Lane] = [:]
+    /// Blocks queued and not yet taken (a block for several modes counts once).
+    private(set) var pendingCount = 0
 
     /// Set when the loop's thread exits: blocks sent afterwards are dropped, as CF does.
     private(set) var isClosed = false
     /// The sequence number the next block gets.
     private(set) var nextSequence: UInt64 = 0
+    /// Queue entries examined by blocks steps so far (what a step costs; tests read it).
+    private(set) var entriesVisited: UInt64 = 0
 
-    var isEmpty: Bool { blocks.isEmpty }
+    var isEmpty: Bool { pendingCount == 0 }
 
     /// Whether a block for `.common` is pending.
-    var hasCommonBlocks: Bool { commonCount > 0 }
+    var hasCommonBlocks: Bool { common.live > 0 }
 
-    /// Queues `block`; false (and the block is not kept) once the queue is closed.
-    mutating func append(_ block: Block) -> Bool {
+    /// Queues `work` for `modes` (no mode twice); false (and nothing is kept) once the queue is
+    /// closed.
+    mutating func append(_ work: Work, modes: [EvRunLoop.Mode]) -> Bool {
         guard !isClosed else { return false }
-        var block = block
-        block.sequence = nextSequence
+        let claim = modes.count > 1 ? Claim(modes) : nil
+        let entry = Entry(sequence: nextSequence, work: work, claim: claim)
         nextSequence += 1
-        blocks.append(block)
-        count(block, by: 1)
+        pendingCount += 1
+        for mode in modes {
+            withLane(mode) { lane in
+                lane.entries.append(entry)
+                lane.live += 1
+                if claim != nil { lane.shared += 1 }
+            }
+        }
         return true
     }
 
-    /// Refuses further blocks and hands back the pending ones, to be released outside the lock.
-    mutating func close() -> [Block] {
+    /// Refuses further blocks and hands back the pending ones, to be dropped (``Work/dropped()``)
+    /// outside the lock.
+    mutating func close() -> [Work] {
         isClosed = true
-        defer { blocks = []; commonCount = 0; defaultCount = 0; counts = [:] }
-        return blocks
+        var works: [Work] = []
+        for lane in [common, defaultLane] + named.values {
+            for entry in lane.entries where entry.claim?.isClaimed != true {
+                entry.claim?.isClaimed = true
+                works.append(entry.work)
+            }
+        }
+        common = Lane()
+        defaultLane = Lane()
+        named = [:]
+        pendingCount = 0
+        return works
     }
 
     /// R16/R57: a block for `mode`, or for `.common` while `mode` is common, is pending.
     func hasBlocks(for mode: EvRunLoop.Mode, isCommon: Bool) -> Bool {
-        if isCommon && commonCount > 0 { return true }
-        return mode == .default ? defaultCount > 0 : counts[mode, default: 0] > 0
+        if isCommon && common.live > 0 { return true }
+        if mode == .default { return defaultLane.live > 0 }
+        return (named[mode]?.live ?? 0) > 0
     }
 
-    /// R54/R15: takes out, in order, every block scheduled within `sequences` that may run in
-    /// `mode` now; the others keep their place. When all may run (the usual case) the queue is
-    /// handed over whole.
-    mutating func takeRunnable(in mode: EvRunLoop.Mode, isCommon: Bool, sequences: Range<UInt64> = 0..<UInt64.max) -> [Block] {
-        func runs(_ block: Block) -> Bool {
-            sequences.contains(block.sequence) && block.modes.contains { $0 == mode || (isCommon && $0 == .common) }
-        }
-        guard let firstKept = blocks.firstIndex(where: { !runs($0) }) else {
-            defer { blocks = []; commonCount = 0; defaultCount = 0; counts = [:] }
-            return blocks
-        }
-        var runnable = Array(blocks[..<firstKept])
-        var kept: [Block] = [blocks[firstKept]]
-        for block in blocks[(firstKept + 1)...] {
-            if runs(block) { runnable.append(block) } else { kept.append(block) }
-        }
-        for block in runnable { count(block, by: -1) }
-        blocks = kept
-        return runnable
+    /// R54/R15: takes out every block that may run in `mode` now: its lane's, and the common
+    /// lane's while `mode` is common, each in sequence order. The blocks of other lanes keep
+    /// their place.
+    mutating func takeRunnable(in mode: EvRunLoop.Mode, isCommon: Bool) -> (own: [Entry], common: [Entry]) {
+        let own = mode == .common ? [] : take(mode)
+        return (own, isCommon ? take(.common) : [])
     }
 
-    private mutating func count(_ block: Block, by delta: Int) {
-        for mode in block.modes {
-            if mode == .common {
-                commonCount += delta
-            } else if mode == .default {
-                defaultCount += delta
-            } else {
-                counts[mode, default: 0] += delta
+    /// R15: takes out the `.common` blocks scheduled within `sequences` (the running mode was
+    /// made common by a block of the step), in order; the others keep their place.
+    mutating func takeCommon(scheduledIn sequences: Range<UInt64>) -> [Entry] {
+        let entries = common.entries
+        let start = entries.partitioningIndex { $0.sequence >= sequences.lowerBound }
+        let end = entries[start...].partitioningIndex { $0.sequence >= sequences.upperBound }
+        guard start < end else { return [] }
+        var lane = Lane(entries: Array(entries[start..<end]))
+        lane.live = lane.entries.count
+        lane.shared = lane.entries.count { $0.claim != nil }
+        common.entries.removeSubrange(start..<end)
+        let taken = claimAll(&lane, from: .common)
+        common.live -= taken.count
+        common.shared -= lane.shared
+        return taken
+    }
+
+    /// Takes `mode`'s whole lane, claiming its blocks for several modes.
+    private mutating func take(_ mode: EvRunLoop.Mode) -> [Entry] {
+        var lane: Lane
+        if mode == .common {
+            guard !common.entries.isEmpty else { return [] }
+            lane = common
+            common = Lane()
+        } else if mode == .default {
+            guard !defaultLane.entries.isEmpty else { return [] }
+            lane = defaultLane
+            defaultLane = Lane()
+        } else {
+            guard let found = named.removeValue(forKey: mode) else { return [] }
+            lane = found
+        }
+        return claimAll(&lane, from: mode)
+    }
+
+    /// The unclaimed entries of `lane` (taken out of `mode`), now claimed: each leaves the
+    /// pending count, and a block for several modes leaves its other lanes' live counts.
+    private mutating func claimAll(_ lane: inout Lane, from mode: EvRunLoop.Mode) -> [Entry] {
+        entriesVisited += UInt64(lane.entries.count)
+        guard lane.shared > 0 else {
+            pendingCount -= lane.entries.count
+            return lane.entries
+        }
+        var taken: [Entry] = []
+        taken.reserveCapacity(lane.live)
+        for entry in lane.entries {
+            guard let claim = entry.claim else {
+                taken.append(entry)
+                continue
             }
+            guard !claim.isClaimed else { continue }
+            claim.isClaimed = true
+            for other in claim.modes where other != mode { forget(entryIn: other) }
+            taken.append(entry)
+        }
+        pendingCount -= taken.count
+        return taken
+    }
+
+    /// A block in `mode`'s lane was claimed elsewhere: one fewer live entry there. A lane with
+    /// no live entry left holds only such copies and is emptied at once.
+    private mutating func forget(entryIn mode: EvRunLoop.Mode) {
+        withLane(mode) { lane in
+            lane.live -= 1
+            if lane.live == 0 { lane = Lane() }
+        }
+        if mode != .common && mode != .default && named[mode]?.entries.isEmpty == true {
+            named[mode] = nil
+        }
+    }
+
+    private mutating func withLane(_ mode: EvRunLoop.Mode, _ body: (inout Lane) -> Void) {
+        if mode == .common {
+            body(&common)
+        } else if mode == .default {
+            body(&defaultLane)
+        } else {
+            body(&named[mode, default: Lane()])
         }
     }
 }
 
-extension EvRunLoop {
-    /// Schedules `block` to run once on the loop's thread, in the first blocks step of a run of
-    /// one of `modes` (R54); ``Mode/common`` means whichever common mode is running then (R15).
-    /// Blocks run in the order they were scheduled (R55). Does not wake the loop: call
-    /// ``wakeUp()`` too (R56, C101), or use ``execute(inModes:_:)``, the cross-thread call that
-    /// wakes it. Safe from any thread. A block sent to a loop whose thread has exited is dropped,
-    /// as CF does.
-    ///
-    /// - Parameters:
-    ///   - modes: the modes the block may run in.
-    ///   - block: runs once, on the loop's thread.
-    /// - Precondition: `modes` is not empty.
-    public func perform(inModes modes: [Mode] = [.common], _ block: @escaping @Sendable () -> Void) {
-        require(!modes.isEmpty, "EvRunLoop.perform(inModes:_:): modes must not be empty")
-        enqueueBlock(inModes: modes, block)
-    }
-
-    /// Queues `block` as ``perform(inModes:_:)`` does. Returns false when the loop's thread has
-    /// exited — decided under the blocks' lock, which teardown closes, so a block is never
-    /// accepted by a loop that can no longer run it.
-    @discardableResult
-    func enqueueBlock(inModes modes: [Mode], _ block: @escaping @Sendable () -> Void) -> Bool {
-        var unique = modes
-        if modes.count > 1 { unique = modes.reduce(into: []) { if !$0.contains($1) { $0.append($1) } } }
-        let block = BlockQueue.Block(modes: unique, body: block)
-        if unique.contains(where: { $0 != .common && $0 != .default }) {
-            // As CFRunLoopPerformBlock does: the named modes exist from now on, so a mode that has
-            // only this block runs it instead of being taken for an unknown mode (R7, R16).
-            state.withLock { state in
-                guard !state.isDead else { return }
-                for mode in unique where mode != .common && mode != .default { _ = state.modeState(mode) }
+extension Collection {
+    /// The first index whose element satisfies `belongs`, which must be false for a prefix of
+    /// the collection and true for the rest (a binary search).
+    fileprivate func partitioningIndex(where belongs: (Element) -> Bool) -> Index {
+        var low = startIndex
+        var count = self.count
+        while count > 0 {
+            let half = count / 2
+            let middle = index(low, offsetBy: half)
+            if belongs(self[middle]) {
+                count = half
+            } else {
+                low = index(after: middle)
+                count -= half + 1
             }
         }
-        return pendingBlocks.withLock { queue in
-            let accepted = queue.append(block)
-            if !queue.isEmpty { setHint(Hint.blocks) }
-            return accepted
-        }
-    }
-
-    /// R20 steps 3, 5 and 12: runs the blocks pending at the start of the step that may run in
-    /// `mode`; blocks scheduled meanwhile wait for the next step (R55).
-    func performBlocks(_ run: RunContext) {
-        guard hasHint(Hint.blocks) else { return }
-        // The default mode is always common (R11); others are looked up when blocks are pending.
-        let isCommon = run.mode == .default || state.withLock { $0.commonModes.contains(run.mode) }
-        var (runnable, watchCommon, end) = pendingBlocks.withLock { queue -> ([BlockQueue.Block], Bool, UInt64) in
-            let runnable = queue.takeRunnable(in: run.mode, isCommon: isCommon)
-            if queue.isEmpty { clearHint(Hint.blocks) }
-            return (runnable, !isCommon && queue.hasCommonBlocks, queue.nextSequence)
-        }
-        var index = 0
-        while index < runnable.count {
-            let block = runnable[index]
-            Callout.block(block.body, on: self)
-            index += 1
-            guard watchCommon, state.withLock({ $0.commonModes.contains(run.mode) }) else { continue }
-            // R15: a block made the running mode common. As CF checks membership block by block,
-            // the `.common` blocks scheduled after this one and before the step began join it.
-            watchCommon = false
-            let joined = pendingBlocks.withLock { queue in
-                let joined = queue.takeRunnable(in: run.mode, isCommon: true, sequences: block.sequence + 1..<end)
-                if queue.isEmpty { clearHint(Hint.blocks) }
-                return joined
-            }
-            runnable = Array(runnable[..<index]) + (runnable[index...] + joined).sorted { $0.sequence < $1.sequence }
-        }
-    }
-
-    /// R16: no sources, no timers, no pending block for it (observers do not count). Called with
-    /// the loop's lock held; takes the blocks' lock, which comes after it.
-    /// Takes the common set rather than the whole ``LoopState``: passing that large struct by
-    /// value copied it (a `memcpy`) on every iteration's result check.
-    func isEmpty(_ mode: ModeState, commonModes: Set<Mode>) -> Bool {
-        guard mode.sourceCount == 0 && mode.timerCount == 0 else { return false }
-        let isCommon = commonModes.contains(mode.mode)
-        return !pendingBlocks.withLock { $0.hasBlocks(for: mode.mode, isCommon: isCommon) }
+        return low
     }
 }

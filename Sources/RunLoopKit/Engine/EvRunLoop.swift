@@ -178,7 +178,7 @@ public final class EvRunLoop: Sendable {
         state.withLock { _ in backend.value.destroy() }
         let dropped = pendingBlocks.withLock { $0.close() }
         clearHint(Hint.blocks)
-        _ = consume dropped  // released here, with no lock held
+        for work in dropped { work.dropped() }  // released (jobs handed on) with no lock held
         resumeStopWaiters()
         for (source, modes) in cancelled {
             for mode in modes { Callout.sourceCancel(source, self, mode) }

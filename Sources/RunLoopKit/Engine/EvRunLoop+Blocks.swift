@@ -1,0 +1,95 @@
+extension EvRunLoop {
+    /// Schedules `block` to run once on the loop's thread, in the first blocks step of a run of
+    /// one of `modes` (R54); ``Mode/common`` means whichever common mode is running then (R15).
+    /// Blocks run in the order they were scheduled (R55). Does not wake the loop: call
+    /// ``wakeUp()`` too (R56, C101), or use ``execute(inModes:_:)``, the cross-thread call that
+    /// wakes it. Safe from any thread. A block sent to a loop whose thread has exited is dropped,
+    /// as CF does.
+    ///
+    /// - Parameters:
+    ///   - modes: the modes the block may run in.
+    ///   - block: runs once, on the loop's thread.
+    /// - Precondition: `modes` is not empty.
+    public func perform(inModes modes: [Mode] = [.common], _ block: @escaping @Sendable () -> Void) {
+        require(!modes.isEmpty, "EvRunLoop.perform(inModes:_:): modes must not be empty")
+        enqueueBlock(inModes: modes, block)
+    }
+
+    /// Queues `block` as ``perform(inModes:_:)`` does. Returns false when the loop's thread has
+    /// exited — decided under the blocks' lock, which teardown closes, so a block is never
+    /// accepted by a loop that can no longer run it.
+    @discardableResult
+    func enqueueBlock(inModes modes: [Mode], _ block: @escaping @Sendable () -> Void) -> Bool {
+        enqueue(.block(block), inModes: modes)
+    }
+
+    /// Queues `work` for `modes` as a perform-block (R54); false when the loop's thread has exited.
+    func enqueue(_ work: BlockQueue.Work, inModes modes: [Mode]) -> Bool {
+        var unique = modes
+        if modes.count > 1 { unique = modes.reduce(into: []) { if !$0.contains($1) { $0.append($1) } } }
+        if unique.contains(where: { $0 != .common && $0 != .default }) {
+            // As CFRunLoopPerformBlock does: the named modes exist from now on, so a mode that has
+            // only this block runs it instead of being taken for an unknown mode (R7, R16).
+            state.withLock { state in
+                guard !state.isDead else { return }
+                for mode in unique where mode != .common && mode != .default { _ = state.modeState(mode) }
+            }
+        }
+        return pendingBlocks.withLock { queue in
+            let accepted = queue.append(work, modes: unique)
+            if accepted { setHint(Hint.blocks) }
+            return accepted
+        }
+    }
+
+    /// R20 steps 3, 5 and 12: runs the blocks pending at the start of the step that may run in
+    /// `mode`, in the order they were scheduled (R55); blocks scheduled meanwhile wait for the
+    /// next step. The step takes the mode's own blocks and, while it is common, the `.common`
+    /// ones (R15), and merges them by sequence: it never looks at blocks for other modes (W19).
+    func performBlocks(_ run: RunContext) {
+        guard hasHint(Hint.blocks) else { return }
+        // The default mode is always common (R11); others are looked up when blocks are pending.
+        let isCommon = run.mode == .default || state.withLock { $0.commonModes.contains(run.mode) }
+        var (own, common, watchCommon, end) = pendingBlocks.withLock { queue in
+            let (own, common) = queue.takeRunnable(in: run.mode, isCommon: isCommon)
+            if queue.isEmpty { clearHint(Hint.blocks) }
+            return (own, common, !isCommon && queue.hasCommonBlocks, queue.nextSequence)
+        }
+        var nextOwn = 0
+        var nextCommon = 0
+        while true {
+            let entry: BlockQueue.Entry
+            if nextOwn < own.count && (nextCommon == common.count || own[nextOwn].sequence < common[nextCommon].sequence) {
+                entry = own[nextOwn]
+                nextOwn += 1
+            } else if nextCommon < common.count {
+                entry = common[nextCommon]
+                nextCommon += 1
+            } else {
+                return
+            }
+            entry.work.run(on: self)
+            guard watchCommon, state.withLock({ $0.commonModes.contains(run.mode) }) else { continue }
+            // R15: a block made the running mode common. As CF checks membership block by block,
+            // the `.common` blocks scheduled after this one and before the step began join it
+            // (the mode was not common when the step began, so it took no `.common` block).
+            watchCommon = false
+            common = pendingBlocks.withLock { queue in
+                let joined = queue.takeCommon(scheduledIn: entry.sequence + 1..<end)
+                if queue.isEmpty { clearHint(Hint.blocks) }
+                return joined
+            }
+            nextCommon = 0
+        }
+    }
+
+    /// R16: no sources, no timers, no pending block for it (observers do not count). Called with
+    /// the loop's lock held; takes the blocks' lock, which comes after it.
+    /// Takes the common set rather than the whole ``LoopState``: passing that large struct by
+    /// value copied it (a `memcpy`) on every iteration's result check.
+    func isEmpty(_ mode: ModeState, commonModes: Set<Mode>) -> Bool {
+        guard mode.sourceCount == 0 && mode.timerCount == 0 else { return false }
+        let isCommon = commonModes.contains(mode.mode)
+        return !pendingBlocks.withLock { $0.hasBlocks(for: mode.mode, isCommon: isCommon) }
+    }
+}
