@@ -133,7 +133,7 @@ extension EvRunLoop {
         if let plan {
             waiting.store(true, ordering: .releasing)
             let asleepSince = recorder.sleepBegins()
-            reasons = backend.value.wait(poll: false)
+            reasons = withBackend { $0.wait(poll: false) }
             recorder.sleepEnds(asleepSince)
             acceptsWakeUps.store(false, ordering: .sequentiallyConsistent)  // C52: the post-wait half
             let earlyFor: MonotonicTime? = state.withLock { state in
@@ -146,7 +146,7 @@ extension EvRunLoop {
             if let earlyFor { waitAwake(until: earlyFor) }
             waiting.store(false, ordering: .releasing)
         } else {
-            reasons = backend.value.wait(poll: true)
+            reasons = withBackend { $0.wait(poll: true) }
             acceptsWakeUps.store(false, ordering: .sequentiallyConsistent)  // C52: a poll counts as the wait
         }
         if backend.value.hasReady { collectReadiness() }
@@ -203,5 +203,14 @@ extension EvRunLoop {
             let result = run(mode: .default, timeout: ContinuousClock.now.duration(to: deadline), returnAfterSourceHandled: true)
             if result == .finished || ContinuousClock.now >= deadline { return result }
         }
+    }
+}
+
+extension EvRunLoop {
+    /// Calls `body` with the libev layer borrowed rather than retained (a retain and a release
+    /// per call saved): it lives as long as this loop, which the caller holds.
+    @inline(__always)
+    func withBackend<Result>(_ body: (EvBackend) -> Result) -> Result {
+        Unmanaged.passUnretained(backend.value)._withUnsafeGuaranteedRef(body)
     }
 }

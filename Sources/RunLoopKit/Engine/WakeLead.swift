@@ -42,7 +42,7 @@ extension EvRunLoop {
             plan = SleepPlan(armed: run.deadline, timerDate: nil)
         }
         state.sleepDeadline = plan.armed
-        backend.value.setDeadline(plan.armed)
+        withBackend { $0.setDeadline(plan.armed) }
         return plan
     }
 
