@@ -294,6 +294,53 @@ func epollWaitFailsForGood() {
     fail("the run returned although epoll_wait always failed")
 }
 
+/// Issue 11, a wake-up cycle makes only the system calls raw libev makes: 100 cycles of a
+/// signalled version-0 source and a wake-up from another thread, the loop running with no
+/// timeout. With no timer (`timer` false) the loop never calls `timerfd_settime` (before: a
+/// disarm every sleep); with one far-off timer, once (its deadline never changes). A cycle polls
+/// once after handling the source (R20.9): that poll has no descriptor, eventfd or timerfd that
+/// could be ready, so it makes no `epoll_wait`: one per cycle, the sleep's (before: two).
+/// Counted on the loop's thread by rules that never inject.
+func quietWakeUps(timer: Bool) {
+    let handled = DispatchSemaphore(value: 0)
+    let started = DispatchSemaphore(value: 0)
+    let loopBox = Mutex<EvRunLoop?>(nil)
+    let counts = Mutex<(settime: Int, epollWait: Int)?>(nil)
+    let source = EvSource { handled.signal() }
+    let thread = Thread {
+        let loop = EvRunLoop.current
+        loop.add(source, forMode: .default)
+        if timer { loop.add(EvTimer(after: .seconds(600)) { _ in }, forMode: .default) }
+        loopBox.withLock { $0 = loop }
+        started.signal()
+        arm("timerfd_settime:1000000000:EINVAL@thread;epoll_wait:1000000000:EINVAL@thread")
+        let result = loop.run(mode: .default, timeout: nil)
+        counts.withLock { $0 = (runloopkit_faults_calls("timerfd_settime"), runloopkit_faults_calls("epoll_wait")) }
+        runloopkit_faults_disarm()
+        if result != .stopped { fail("quiet wake-ups: run ended \(result)") }
+    }
+    thread.start()
+    started.wait()
+    let loop = loopBox.withLock { $0! }
+    let cycles = 100
+    for _ in 0..<cycles {
+        while !loop.isWaiting { sched_yield() }
+        source.signal()
+        loop.wakeUp()
+        handled.wait()
+    }
+    while !loop.isWaiting { sched_yield() }
+    loop.stop()
+    while counts.withLock({ $0 }) == nil { usleep(1000) }
+    let (settime, epollWait) = counts.withLock { $0! }
+    let settimeLimit = timer ? 1 : 0
+    // The stop's wake-up adds a sleep; a few spare for wake-ups that found the eventfd written late.
+    guard settime <= settimeLimit, epollWait <= cycles + 5 else {
+        fail("quiet wake-ups (timer: \(timer)): \(settime) timerfd_settime (at most \(settimeLimit)), \(epollWait) epoll_wait for \(cycles) cycles")
+    }
+    print("quiet wake-ups (timer: \(timer)): \(settime) timerfd_settime, \(epollWait) epoll_wait for \(cycles) cycles")
+}
+
 // A spawned process inherits its parent's blocked signals (the test runner's threads block
 // some): unblock them all before any thread starts, so the scenarios' signals arrive.
 var noSignals = sigset_t()
@@ -322,6 +369,8 @@ case "wake-write-eintr": wakeUpSurvivesFailedWrites("write:1:EINTR:3", "read:1:E
 case "signal-write": signalSurvivesFailedWrites()
 case "eintr-everywhere": interruptedEverywhere()
 case "epoll-wait-forever": epollWaitFailsForGood()
+case "quiet-wakeups": quietWakeUps(timer: false)
+case "quiet-wakeups-timer": quietWakeUps(timer: true)
 default: fail("unknown scenario \(CommandLine.arguments.dropFirst().first ?? "(none)")")
 }
 print("PASS")

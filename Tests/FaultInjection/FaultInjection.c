@@ -88,6 +88,11 @@ long runloopkit_faults_injected(const char *call) {
     return index < 0 ? -1 : atomic_load(&rules[index].injected);
 }
 
+long runloopkit_faults_calls(const char *call) {
+    int index = call_index(call, strlen(call));
+    return index < 0 ? -1 : atomic_load(&rules[index].calls);
+}
+
 static int should_fail(int index) {
     struct rule *rule = &rules[index];
     if (!atomic_load_explicit(&rule->armed, memory_order_acquire)) return 0;

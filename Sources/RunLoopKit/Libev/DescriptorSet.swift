@@ -59,6 +59,10 @@ final class DescriptorSet {
         close(descriptor)
     }
 
+    /// Whether no descriptor is watched: then nothing of the set's can be reported (a lingering
+    /// kernel entry of a closed descriptor is ignored when it reports, see the type's comment).
+    var isEmpty: Bool { entries.isEmpty }
+
     /// Whether some watched descriptor is always ready (see the type's comment): the loop must
     /// not sleep, and ``collect()`` reports it every time.
     var hasAlwaysReady: Bool { alwaysReadyCount > 0 }

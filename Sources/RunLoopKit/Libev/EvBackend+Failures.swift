@@ -52,10 +52,9 @@ extension EvBackend {
     /// A timerfd that could not be armed is backed by an `ev_timer` for this wait (libev rounds
     /// its timeout up to the millisecond: late by less than one, never by a whole sleep).
     func armFallbackIfNeeded() {
-        guard deadlineUnarmed.load(ordering: .sequentiallyConsistent),
-            deadlineUnarmed.exchange(false, ordering: .sequentiallyConsistent)
-        else { return }
-        let unarmed: MonotonicTime? = deadline.withLock { requested in arm(requested) ? nil : requested }
+        guard deadlineUnarmed else { return }
+        deadlineUnarmed = false
+        let unarmed: MonotonicTime? = deadline.withLock { state in arm(state.requested, &state) ? nil : state.requested }
         if fallbackTimerActive {
             ev_timer_stop(loop, fallbackTimer)
             fallbackTimerActive = false

@@ -81,11 +81,20 @@ final class EvBackend {
     /// `epoll_wait` failures reported by libev, in a row.
     @exclusivity(unchecked) var pollFailures = 0
     var seenSystemErrors = 0
-    /// The deadline last asked for, and whether the timerfd holds it.
-    let deadline = Locked<MonotonicTime>(.distantFuture)
-    /// Arming the timerfd failed since the loop last looked (``armFallbackIfNeeded()``).
-    let deadlineUnarmed = Atomic<Bool>(false)
+    /// The deadline last asked for and what the timerfd holds (see ``DeadlineState``).
+    let deadline = Locked<DeadlineState>(DeadlineState())
+    /// Arming the timerfd failed (a ``WakeSignal/deadlineChanged`` request was taken, or the
+    /// loop's own ``setDeadline(_:)`` failed): ``armFallbackIfNeeded()`` retries or stands in
+    /// before the next wait.
+    @exclusivity(unchecked) var deadlineUnarmed = false
     @exclusivity(unchecked) var fallbackTimerActive = false
+    /// Something the next wait must repair or flush before it may block or skip `ev_run`: a
+    /// failed watcher, an unflushed one, an unarmed deadline, an active fallback timer. Plain
+    /// fields of the loop's thread, so the usual wait (nothing to repair) reads no atomic and
+    /// calls nothing before `ev_run`.
+    var needsRepair: Bool {
+        hasUnflushedWatchers || deadlineUnarmed || fallbackTimerActive || !failedWatchers.isEmpty || rearmFailures != 0
+    }
 
     /// How often a failing `epoll_ctl` re-arm or `epoll_wait` is retried before the process stops.
     static let retryLimit = 64
@@ -141,8 +150,16 @@ final class EvBackend {
             guard let loop, let watcher else { return }
             let backend = EvBackend.of(loop)
             if revents & EvBackend.failed != 0 { return backend.internalWatcherFailed(watcher) }
-            var expirations: UInt64 = 0
-            while read(watcher.pointee.fd, &expirations, 8) < 0 && errno == EINTR {}
+            backend.deadline.withLock { state in
+                // Read under the lock: another thread's re-arm (R44) then either came before the
+                // read (and the read sees the new setting) or after it (and is what is armed).
+                var expirations: UInt64 = 0
+                var result = read(watcher.pointee.fd, &expirations, 8)
+                while result < 0 && errno == EINTR { result = read(watcher.pointee.fd, &expirations, 8) }
+                // One-shot: expired and read, it is disarmed. A failed read leaves it readable,
+                // still holding the expired date, which is what `armed` says.
+                if result == 8 { state.armed = .distantFuture }
+            }
             backend.reasons.pointee |= WakeReasons.deadline.rawValue
         }, timerFD, Int32(EV_READ))
         clibev_timer_init(fallbackTimer, nil, 0, 0)
@@ -200,26 +217,33 @@ final class EvBackend {
 
     /// Sleeps until ``wakeUp()`` is called or the deadline set with ``setDeadline(_:)`` passes
     /// (R22); with `poll`, only looks and returns at once (R20.9).
+    ///
+    /// A poll enters `ev_run` only when libev could have something to report: a caller's
+    /// descriptor watched in the ``DescriptorSet``, the main queue's eventfd, a watcher to
+    /// flush or repair, the fallback timer. Otherwise the poll's answers come from the request
+    /// bits alone, as `ev_run` would give them: a wake-up or a signal is a request bit
+    /// (the eventfd only wakes a sleeping loop, and a count left in it ends the next sleep's
+    /// `ev_run` with nothing taken, which ``wait(poll:)`` sleeps again after), and the timerfd
+    /// matters to no poll (the engine compares timers with the clock; an expired timerfd left
+    /// unread still holds its date, which is what ``DeadlineState/armed`` says).
     func wait(poll: Bool) -> WakeReasons {
         reasons.pointee = 0
         if poll {
-            restartFailedWatchers()
-            armFallbackIfNeeded()
-            ev_run(loop, Int32(EVRUN_NOWAIT))
-            hasUnflushedWatchers = false
-            takeWakeRequests()
+            if needsRepair || descriptors?.isEmpty == false || mainQueueWatcher != nil {
+                repair()
+                ev_run(loop, Int32(EVRUN_NOWAIT))
+                hasUnflushedWatchers = false
+            }
+            takeWakeRequests(wake.takeRequests())
         } else {
             // libev returns on its own every minute or so; that is not a wake-up (R30).
             while true {
-                restartFailedWatchers()
-                armFallbackIfNeeded()
+                if needsRepair { repair() }
                 let flushing = hasUnflushedWatchers
                 hasUnflushedWatchers = false
-                wake.setSleeping(true)
-                let block = !flushing && !wake.hasRequests && !deadlineUnarmed.load(ordering: .sequentiallyConsistent)
+                let block = !wake.beginSleep() && !flushing
                 ev_run(loop, Int32(block ? EVRUN_ONCE : EVRUN_NOWAIT))
-                wake.setSleeping(false)
-                takeWakeRequests()
+                takeWakeRequests(wake.endSleep())
                 if reasons.pointee != 0 {
                     pollFailures = 0
                     break
@@ -232,6 +256,12 @@ final class EvBackend {
             fallbackTimerActive = false
         }
         return WakeReasons(rawValue: reasons.pointee)
+    }
+
+    /// Restarts failed watchers and stands in for an unarmed deadline (see EvBackend+Failures.swift).
+    private func repair() {
+        restartFailedWatchers()
+        armFallbackIfNeeded()
     }
 
     /// Ends the current or next ``wait(poll:)`` at once. Safe from any thread.
@@ -247,28 +277,35 @@ final class EvBackend {
     }
 
     /// Arms the deadline (absolute, `CLOCK_MONOTONIC`); ``MonotonicTime/distantFuture`` disarms it.
-    /// If the timerfd refuses, the loop's next wait stands in for it with an `ev_timer`, so no
-    /// wait sleeps past `deadline`.
+    /// A deadline the timerfd already holds costs no system call. If the timerfd refuses, the
+    /// loop's next wait stands in for it with an `ev_timer`, so no wait sleeps past `deadline`.
     func setDeadline(_ deadline: MonotonicTime) {
         guard !destroyed else { return }
-        let armed = self.deadline.withLock { requested in
-            requested = deadline
-            return arm(deadline)
+        let armed = self.deadline.withLock { state in
+            state.requested = deadline
+            return arm(deadline, &state)
         }
         guard !armed else { return }
-        deadlineUnarmed.store(true, ordering: .sequentiallyConsistent)
-        // From another thread while the loop sleeps: wake it so that it stands in for the timerfd.
-        if wake.isSleeping { wake.request(WakeSignal.deadlineChanged) }
+        // A request bit: the loop (asleep or about to sleep) does not block, takes it, and stands
+        // in for the timerfd before its next wait. From the loop's own thread it is taken before
+        // any sleep too (``WakeSignal/beginSleep()`` sees it).
+        wake.request(WakeSignal.deadlineChanged)
     }
 
-    func arm(_ deadline: MonotonicTime) -> Bool {
+    /// Sets the timerfd to `deadline` unless it holds it already (caller holds `deadline`'s
+    /// lock and passes its state). Returns false when `timerfd_settime` failed; what the timerfd
+    /// holds is then unknown, so the next call sets it whatever it asks for.
+    func arm(_ deadline: MonotonicTime, _ state: inout DeadlineState) -> Bool {
+        if state.armed == deadline { return true }
         var spec = itimerspec()
         if deadline != .distantFuture {
             let ns = max(deadline.nanoseconds, 1)  // zero would disarm; the past fires at once
             spec.it_value.tv_sec = Int(ns / 1_000_000_000)
             spec.it_value.tv_nsec = Int(ns % 1_000_000_000)
         }
-        return retryingEINTR { timerfd_settime(timerFD, Int32(TFD_TIMER_ABSTIME), &spec, nil) } == 0
+        let armed = retryingEINTR { timerfd_settime(timerFD, Int32(TFD_TIMER_ABSTIME), &spec, nil) } == 0
+        state.armed = armed ? deadline : nil
+        return armed
     }
 
     /// Destroys the libev loop and closes every descriptor. Idempotent.
@@ -303,12 +340,26 @@ final class EvBackend {
         Unmanaged<EvBackend>.fromOpaque(ev_userdata(loop)).takeUnretainedValue()
     }
 
-    /// The requests made since the last look: a wake-up, signals that arrived.
-    private func takeWakeRequests() {
-        let requests = wake.takeRequests()
+    /// Handles the requests taken from ``wake``: a wake-up, signals that arrived, a deadline
+    /// the timerfd refused.
+    private func takeWakeRequests(_ requests: UInt32) {
+        guard requests != 0 else { return }
         if requests & WakeSignal.wakeUp != 0 { reasons.pointee |= WakeReasons.wakeUp.rawValue }
         if requests & WakeSignal.signalArrived != 0 { collectSignals() }
+        if requests & WakeSignal.deadlineChanged != 0 { deadlineUnarmed = true }
     }
+}
+
+/// The deadline as ``EvBackend/setDeadline(_:)`` asked for it and as the timerfd holds it, under
+/// ``EvBackend/deadline``'s lock (any thread may arm, R44, C75).
+struct DeadlineState {
+    /// The deadline last asked for.
+    var requested: MonotonicTime = .distantFuture
+    /// What the timerfd holds: ``MonotonicTime/distantFuture`` when disarmed (as made, or after
+    /// it expired and was read: it is one-shot), `nil` when unknown (`timerfd_settime` failed).
+    /// An expired timerfd not read yet still holds its date: it is readable, as it would be
+    /// if armed again for that date.
+    var armed: MonotonicTime? = .distantFuture
 }
 
 /// `body`'s result, calling it again while it fails with `EINTR`.

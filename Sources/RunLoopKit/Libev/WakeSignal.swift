@@ -14,23 +14,31 @@ import Musl
 /// `ev_syserr`, which aborts. Owning the eventfd lets the loop's creation throw instead, and lets
 /// the loop refuse to watch it as a caller's descriptor.
 ///
-/// Like `ev_async_send`, a request from a thread that finds the loop awake costs no system call:
-/// the loop announces ``sleeping`` before it looks at the requests, and a requester looks at
-/// ``sleeping`` after setting its bit (both sequentially consistent), so at least one of them sees
-/// the other. The first requester after the loop took the bits writes; later ones see bits set.
-/// ``request(_:)`` is async-signal-safe.
+/// Like `ev_async_send`, a request from a thread that finds the loop awake costs no system call.
+/// The request bits and the loop's "asleep" bit share one atomic word, so each side needs a
+/// single read-modify-write and no fence: the loop sets ``sleeping`` and learns in the same
+/// operation whether requests wait (``beginSleep()``); a requester sets its bit and learns in
+/// the same operation whether the loop sleeps (``request(_:)``). Read-modify-writes of one word
+/// are totally ordered whatever their memory order, so one of the two comes second and sees the
+/// other: either the loop does not block, or the requester writes the eventfd. Only the first
+/// requester after the loop took the bits writes; later ones see bits set, and so either that
+/// writer woke the loop or the loop saw the bits before sleeping. The orderings are
+/// acquire/release only to carry the requester's earlier writes (the work it posted) to the loop
+/// that takes the bits. ``request(_:)`` is async-signal-safe (a lock-free atomic and `write`).
 final class WakeSignal: Sendable {
     /// ``EvBackend/wakeUp()`` was called.
     static let wakeUp: UInt32 = 1 << 0
     /// A routed signal arrived (see ``SignalRouting``).
     static let signalArrived: UInt32 = 1 << 1
-    /// The timerfd could not be armed from another thread (see ``EvBackend/setDeadline(_:)``).
+    /// The timerfd could not be armed (see ``EvBackend/setDeadline(_:)``).
     static let deadlineChanged: UInt32 = 1 << 2
+    /// Not a request: the loop's thread is about to block or blocked in `ev_run`.
+    static let sleeping: UInt32 = 1 << 31
 
     /// The eventfd (non-blocking, close-on-exec).
     let descriptor: Int32
-    private let requests = Atomic<UInt32>(0)
-    private let sleepingFlag = Atomic<Bool>(false)
+    /// The request bits and ``sleeping``.
+    private let state = Atomic<UInt32>(0)
 
     /// A new eventfd; `nil` with `errno` set when it cannot be created.
     init?() {
@@ -43,8 +51,9 @@ final class WakeSignal: Sendable {
     /// again.
     @discardableResult
     func request(_ bit: UInt32) -> Bool {
-        let before = requests.bitwiseOr(bit, ordering: .sequentiallyConsistent).oldValue
-        guard before == 0, sleepingFlag.load(ordering: .sequentiallyConsistent) else { return true }
+        // Releasing: the loop that takes the bit (acquiring) sees what was posted before it.
+        let before = state.bitwiseOr(bit, ordering: .acquiringAndReleasing).oldValue
+        guard before == Self.sleeping else { return true }  // awake, or an earlier requester wrote
         return kick()
     }
 
@@ -61,18 +70,23 @@ final class WakeSignal: Sendable {
         return true
     }
 
-    /// The loop's thread: about to sleep (`true`) or awake again (`false`).
-    func setSleeping(_ sleeping: Bool) { sleepingFlag.store(sleeping, ordering: .sequentiallyConsistent) }
+    /// The loop's thread, before it blocks: announces ``sleeping`` and returns whether requests
+    /// wait (then it must not block; it takes them with ``endSleep()`` as after a sleep).
+    func beginSleep() -> Bool {
+        state.bitwiseOr(Self.sleeping, ordering: .acquiringAndReleasing).oldValue != 0
+    }
 
-    /// Whether the loop's thread said it is about to sleep or asleep.
-    var isSleeping: Bool { sleepingFlag.load(ordering: .sequentiallyConsistent) }
+    /// The loop's thread, awake again (or it never blocked): clears ``sleeping`` and takes the
+    /// request bits. Acquiring: what requesters posted before their bits is visible.
+    func endSleep() -> UInt32 {
+        state.exchange(0, ordering: .acquiringAndReleasing) & ~Self.sleeping
+    }
 
-    /// Whether some request is waiting (so the loop must not block).
-    var hasRequests: Bool { requests.load(ordering: .sequentiallyConsistent) != 0 }
-
-    /// Takes and clears the request bits (loop's thread).
+    /// Takes and clears the request bits while awake (loop's thread). A relaxed look first: a
+    /// bit it misses was set after the look and is taken at the next one, before any sleep
+    /// (``beginSleep()`` sees it).
     func takeRequests() -> UInt32 {
-        requests.load(ordering: .relaxed) == 0 ? 0 : requests.exchange(0, ordering: .sequentiallyConsistent)
+        state.load(ordering: .relaxed) == 0 ? 0 : state.exchange(0, ordering: .acquiringAndReleasing) & ~Self.sleeping
     }
 
     /// Empties the eventfd after it woke the loop (loop's thread). Errors leave it readable, so

@@ -20,4 +20,9 @@ void runloopkit_faults_disarm(void);
 /// How many calls of `call` failed by injection since the last arm.
 long runloopkit_faults_injected(const char *call);
 
+/// How many calls of `call` an armed rule saw since the last arm (those it let through
+/// included; with `@thread`, only the arming thread's). A rule whose `first` is never reached
+/// just counts: `timerfd_settime:1000000000:EINVAL@thread`.
+long runloopkit_faults_calls(const char *call);
+
 #endif

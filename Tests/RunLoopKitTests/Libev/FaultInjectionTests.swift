@@ -96,4 +96,12 @@ import Testing
     @Test func eintrOnEveryOtherCallLosesNothing() throws {
         try expectPass("eintr-everywhere")
     }
+
+    /// Issue 11: a wake-up cycle makes no `timerfd_settime` for a deadline that did not change
+    /// (none with no timer, one for a far-off timer, over 100 cycles), and its poll after a
+    /// handled source makes no `epoll_wait` when nothing it watches could be ready.
+    @Test func aWakeUpCycleMakesOnlyTheSystemCallsLibevMakes() throws {
+        try expectPass("quiet-wakeups")
+        try expectPass("quiet-wakeups-timer")
+    }
 }
