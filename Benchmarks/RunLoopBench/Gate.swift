@@ -33,11 +33,11 @@ struct GateCommand: ParsableCommand {
         var needed: [ScenarioID: Set<BackendID>] = [:]
         for limit in file.limits {
             guard let scenario = ScenarioID(figure: limit.figure) else { continue }
-            needed[scenario, default: []].formUnion([limit.subject ?? file.subject, limit.against])
+            needed[scenario, default: []].formUnion([limit.subject ?? file.subject] + [limit.against].compactMap { $0 })
         }
         let scenarios = ScenarioID.allCases.filter { needed[$0] != nil }
         options.onlyFigures = file.limits.reduce(into: [:]) { only, limit in
-            only[limit.figure, default: []].formUnion([limit.subject ?? file.subject, limit.against])
+            only[limit.figure, default: []].formUnion([limit.subject ?? file.subject] + [limit.against].compactMap { $0 })
         }
         var results = options.measure(scenarios, only: needed)
         func verdict(_ i: Int, attempt: Int) -> GateVerdict {
@@ -73,14 +73,16 @@ struct GateCommand: ParsableCommand {
 
 /// Benchmarks/gate.json: limits on ratios `subject / against` of figures from the same run.
 /// `max` for lower-is-better figures (latency, ns/op), `min` for higher-is-better ones
-/// (throughput).
+/// (throughput). A limit without `against` bounds the subject's own value of a figure that is
+/// itself a ratio of two measurements from the same run (`instructions.blocks-step.cliff`).
 struct GateFile: Decodable {
     struct Limit: Decodable {
         /// A figure id as in the JSON output, e.g. `wakeup.p99`.
         let figure: String
         /// Overrides the file's subject for this limit.
         let subject: BackendID?
-        let against: BackendID
+        /// The backend the subject is compared with; nil: the figure is already a ratio.
+        let against: BackendID?
         let max: Double?
         let min: Double?
         /// Why the limit is where it is.

@@ -17,21 +17,22 @@ struct GateVerdict: Encodable {
         let subject = limit.subject ?? fileSubject
         figure = limit.figure
         self.subject = subject.rawValue
-        against = limit.against.rawValue
+        against = limit.against?.rawValue ?? "none"
         max = limit.max
         min = limit.min
         self.attempt = attempt
-        let name = "\(limit.figure) \(subject.rawValue)/\(limit.against.rawValue)"
+        let name = "\(limit.figure) \(subject.rawValue)" + (limit.against.map { "/\($0.rawValue)" } ?? "")
         guard let figure = results[limit.figure] else {
             ratio = nil
             passed = false
             message = "\(name): figure not measured"
             return
         }
-        guard let ratio = figure.ratio(subject, to: limit.against), ratio.isFinite else {
+        guard let ratio = limit.against.map({ figure.ratio(subject, to: $0) }) ?? figure.values[subject],
+              ratio.isFinite else {
             self.ratio = nil
             passed = false
-            message = "\(name): no ratio (\(subject.title) or \(limit.against.title) not measured)"
+            message = "\(name): no ratio (\(subject.title) or \(limit.against?.title ?? "its baseline") not measured)"
             return
         }
         self.ratio = ratio

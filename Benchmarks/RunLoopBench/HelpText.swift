@@ -145,6 +145,15 @@ enum HelpText {
           instructions.timer-add.<N>, .timer-cancel.<N>   one timer add / cancel \
                                    among N = 1e3, 1e5 others, on the loop's thread
           instructions.modeswitch  one nested run of another mode (one poll)
+          instructions.blocks-step, .blocks-step.200k   one run of the default \
+                                   mode (one pass) that runs a block posted for \
+                                   it, on the loop's thread; .200k behind 200,000 \
+                                   blocks pending for a mode that never runs \
+                                   (RunLoopKit, CF)
+          instructions.blocks-step.cliff   .200k ÷ the plain run: 1 when a \
+                                   blocks step never looks at blocks for other \
+                                   modes; CF walks them all in every blocks step \
+                                   (W19). The gate bounds RunLoopKit's value.
 
         stallmonitor: what an EvStallMonitor costs (RunLoopKit only: CF and libev \
         have none, "—"). Busy: a loop whose source signals itself runs 200,000 \
@@ -162,7 +171,9 @@ enum HelpText {
         measuring only the backends compared, then checks \
         each limit: the ratio subject/against of a figure from this same run \
         (subject: runloopkit unless the file says otherwise) must stay ≤ max, or ≥ \
-        min. Ratios, never absolute times: CI machines are shared and noisy. A \
+        min; a limit without "against" bounds the subject's own value of a figure \
+        that is itself a ratio from this run (instructions.blocks-step.cliff). \
+        Ratios, never absolute times: CI machines are shared and noisy. A \
         failing comparison is re-measured (its scenario runs again) up to --retries \
         times; the gate fails only if it never passes, prints which limit failed and \
         by how much, and exits 1.
@@ -172,6 +183,7 @@ enum HelpText {
            "limits": [
              {"figure": "wakeup.p50", "against": "libev", "max": 1.8},
              {"figure": "perform.rate", "against": "cf", "min": 1.6,
-              "note": "why the limit is where it is"}]}
+              "note": "why the limit is where it is"},
+             {"figure": "instructions.blocks-step.cliff", "max": 1.3}]}
         """
 }

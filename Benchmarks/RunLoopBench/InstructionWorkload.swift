@@ -21,6 +21,9 @@ enum InstructionOperation: String, CaseIterable, Codable, Sendable {
     case timerCancel = "timer-cancel"
     /// One nested run of another mode (one poll) from inside a callout.
     case modeswitch
+    /// One run of the default mode (one pass) that runs a block, behind `population` blocks
+    /// pending for a mode that never runs (see `BlocksStepWorkload`).
+    case blocksStep = "blocks-step"
 
     /// Who has an equivalent of the operation.
     var backends: [BackendID] {
@@ -28,6 +31,7 @@ enum InstructionOperation: String, CaseIterable, Codable, Sendable {
         case .wakeup, .perform: [.runloopkit, .libev, .cf, .nio, .dispatch]
         case .actorhop: [.runloopkit, .nio, .dispatch]
         case .timerAdd, .timerCancel, .modeswitch: [.runloopkit, .libev, .cf]
+        case .blocksStep: [.runloopkit, .cf]
         }
     }
 }
@@ -61,6 +65,8 @@ struct InstructionWorkload {
         case .actorhop: hops()
         case .timerAdd, .timerCancel:
             BenchThread.run { timerChurn() }
+        case .blocksStep:
+            BenchThread.run { BlocksStepWorkload.run(backend: backend, population: population, count: count) }
         case .modeswitch:
             let backend = Self.backend(backend)
             BenchThread.run {

@@ -24,6 +24,27 @@ struct InstructionsScenario {
 
     /// The timer population sizes (timer-add, timer-cancel).
     static let populations = [1000, 100_000]
+    /// Blocks pending for another mode behind a blocks step: none, and the adversarial probe's
+    /// 200,000 (blocks-step; the cliff figure is the ratio of the two).
+    static let blockPopulations = [0, 200_000]
+    /// The ratio figure of blocks-step: a run behind 200,000 blocks for another mode ÷ with none.
+    static let blocksCliffID = "instructions.blocks-step.cliff"
+
+    /// The populations `operation` is counted at (0: no population).
+    private static func populations(_ operation: InstructionOperation) -> [Int] {
+        switch operation {
+        case .timerAdd, .timerCancel: populations
+        case .blocksStep: blockPopulations
+        default: [0]
+        }
+    }
+
+    /// The figure id of `operation` at `population`.
+    private static func figureID(_ operation: InstructionOperation, _ population: Int) -> String {
+        let suffix = operation == .blocksStep ? (population > 0 ? ".200k" : "")
+            : population > 0 ? ".\(TimerScalingScenario.label(population))" : ""
+        return "instructions.\(operation.rawValue)\(suffix)"
+    }
 
     /// One measurement: an operation on a backend at a population (0 when it does not apply).
     private struct Job: Hashable {
@@ -45,10 +66,11 @@ struct InstructionsScenario {
         defer { try? FileManager.default.removeItem(atPath: (binary as NSString).deletingLastPathComponent) }
         var jobs: [Job] = []
         for operation in InstructionOperation.allCases {
-            let populations = [.timerAdd, .timerCancel].contains(operation) ? Self.populations : [0]
-            for population in populations {
-                let id = "instructions.\(operation.rawValue)" + (population > 0 ? ".\(TimerScalingScenario.label(population))" : "")
-                let wanted = onlyFigures.map { $0[id] ?? [] } ?? backends
+            for population in Self.populations(operation) {
+                let id = Self.figureID(operation, population)
+                // The cliff ratio needs both blocks-step figures.
+                let cliff = operation == .blocksStep ? onlyFigures?[Self.blocksCliffID] ?? [] : []
+                let wanted = onlyFigures.map { ($0[id] ?? []).union(cliff) } ?? backends
                 for backend in operation.backends where backends.contains(backend) && wanted.contains(backend) {
                     jobs.append(Job(operation: operation, backend: backend, population: population))
                 }
@@ -77,10 +99,12 @@ struct InstructionsScenario {
         case .wakeup, .actorhop: 200
         case .perform: 2000
         case .modeswitch: 500
+        // CF walks the 200,000 pending blocks several times per run (W19): millions each.
+        case .blocksStep: job.backend == .cf && job.population > 0 ? 2 : 200
         // At most a fifth of the population, so the mode's size stays near it.
         case .timerAdd, .timerCancel: job.population >= 100_000 ? 200 : 40
         }
-        let short = quick ? max(n / 4, 10) : n
+        let short = quick ? max(n / 4, min(n, 10)) : n
         return (short, 5 * short)
     }
 
@@ -90,7 +114,7 @@ struct InstructionsScenario {
               counted.count == 2 else { return nil }
         let (a, b) = (counted[0], counted[1])
         let value = Double(Int64(b) - Int64(a)) / Double(long - short)
-        let name = "\(job.operation.rawValue)\(job.population > 0 ? " " + TimerScalingScenario.label(job.population) : "")"
+        let name = Self.figureID(job.operation, job.population).dropFirst("instructions.".count)
         log("instructions: \(name) \(job.backend.rawValue): \(Int(value.rounded())) per operation "
             + "(\(a) for \(short), \(b) for \(long))")
         return value
@@ -169,6 +193,7 @@ struct InstructionsScenario {
         .timerAdd: "instructions per timer add",
         .timerCancel: "instructions per timer cancel",
         .modeswitch: "instructions per nested mode switch",
+        .blocksStep: "instructions per one-pass run with a block",
     ]
 
     private static let goals: [InstructionOperation: Goal] = [
@@ -180,12 +205,12 @@ struct InstructionsScenario {
     private func figures(_ results: [Job: Double]) -> [Figure] {
         var figures: [Figure] = []
         for operation in InstructionOperation.allCases {
-            let populations = [.timerAdd, .timerCancel].contains(operation) ? Self.populations : [0]
-            for population in populations {
-                let suffix = population > 0 ? ".\(TimerScalingScenario.label(population))" : ""
+            for population in Self.populations(operation) {
+                let among = operation == .blocksStep ? ", behind 200k blocks for another mode"
+                    : " among \(TimerScalingScenario.label(population))"
                 var figure = Figure(
-                    id: "instructions.\(operation.rawValue)\(suffix)", scenario: "instructions",
-                    label: Self.labels[operation]! + (population > 0 ? " among \(TimerScalingScenario.label(population))" : ""),
+                    id: Self.figureID(operation, population), scenario: "instructions",
+                    label: Self.labels[operation]! + (population > 0 ? among : ""),
                     unit: "instr", better: .lower, goal: Self.goals[operation])
                 for backend in operation.backends {
                     if let value = results[Job(operation: operation, backend: backend, population: population)] {
@@ -195,6 +220,19 @@ struct InstructionsScenario {
                 if !figure.values.isEmpty { figures.append(figure) }
             }
         }
+        // W19's cliff: what 200,000 blocks pending for a mode that is not running add to a run
+        // of another mode. 1 when a blocks step never looks at them; CF walks them all.
+        var cliff = Figure(
+            id: Self.blocksCliffID, scenario: "instructions",
+            label: "blocks-step cliff: run behind 200k blocks for another mode ÷ with none",
+            unit: "×", better: .lower, goal: .atMost(1.2))
+        for backend in InstructionOperation.blocksStep.backends {
+            if let behind = results[Job(operation: .blocksStep, backend: backend, population: Self.blockPopulations[1])],
+               let alone = results[Job(operation: .blocksStep, backend: backend, population: 0)], alone > 0 {
+                cliff.values[backend] = behind / alone
+            }
+        }
+        if !cliff.values.isEmpty { figures.append(cliff) }
         return figures
     }
 }
