@@ -154,6 +154,15 @@ enum HelpText {
                                    blocks step never looks at blocks for other \
                                    modes; CF walks them all in every blocks step \
                                    (W19). The gate bounds RunLoopKit's value.
+          instructions.timer-modes.<M>   per mode: one timer added to each of M = 1e2, \
+                                   1e4 modes (one add call per mode), then invalidated, \
+                                   on the loop's thread (the modes exist already). CF \
+                                   opens two descriptors per mode, so it is left out \
+                                   where RLIMIT_NOFILE is below 2 M
+          instructions.timer-modes.growth   per mode at 1e4 ÷ at 1e2: near 1 while an \
+                                   invalidate costs O(the timer's modes); a quadratic one \
+                                   (3.2 s for a timer in 1e5 modes) reads about 100. The \
+                                   gate bounds RunLoopKit's value.
 
         stallmonitor: what an EvStallMonitor costs (RunLoopKit only: CF and libev \
         have none, "—"). Busy: a loop whose source signals itself runs 200,000 \
@@ -172,7 +181,8 @@ enum HelpText {
         each limit: the ratio subject/against of a figure from this same run \
         (subject: runloopkit unless the file says otherwise) must stay ≤ max, or ≥ \
         min; a limit without "against" bounds the subject's own value of a figure \
-        that is itself a ratio from this run (instructions.blocks-step.cliff). \
+        that is itself a ratio from this run (instructions.blocks-step.cliff, \
+        instructions.timer-modes.growth). \
         Ratios, never absolute times: CI machines are shared and noisy. A \
         failing comparison is re-measured (its scenario runs again) up to --retries \
         times; the gate fails only if it never passes, prints which limit failed and \

@@ -24,6 +24,9 @@ enum InstructionOperation: String, CaseIterable, Codable, Sendable {
     /// One run of the default mode (one pass) that runs a block, behind `population` blocks
     /// pending for a mode that never runs (see `BlocksStepWorkload`).
     case blocksStep = "blocks-step"
+    /// One timer added to each of `population` modes and invalidated, per mode (see
+    /// `TimerModesWorkload`).
+    case timerModes = "timer-modes"
 
     /// Who has an equivalent of the operation.
     var backends: [BackendID] {
@@ -31,7 +34,7 @@ enum InstructionOperation: String, CaseIterable, Codable, Sendable {
         case .wakeup, .perform: [.runloopkit, .libev, .cf, .nio, .dispatch]
         case .actorhop: [.runloopkit, .nio, .dispatch]
         case .timerAdd, .timerCancel, .modeswitch: [.runloopkit, .libev, .cf]
-        case .blocksStep: [.runloopkit, .cf]
+        case .blocksStep, .timerModes: [.runloopkit, .cf]
         }
     }
 }
@@ -67,6 +70,9 @@ struct InstructionWorkload {
             BenchThread.run { timerChurn() }
         case .blocksStep:
             BenchThread.run { BlocksStepWorkload.run(backend: backend, population: population, count: count) }
+        case .timerModes:
+            let workload = TimerModesWorkload(modes: population, count: count)
+            BenchThread.run { workload.run(on: backend) }
         case .modeswitch:
             let backend = Self.backend(backend)
             BenchThread.run {

@@ -29,12 +29,17 @@ struct InstructionsScenario {
     static let blockPopulations = [0, 200_000]
     /// The ratio figure of blocks-step: a run behind 200,000 blocks for another mode ÷ with none.
     static let blocksCliffID = "instructions.blocks-step.cliff"
+    /// How many modes the timer joins (timer-modes; the growth figure is the ratio of the two).
+    static let modeCounts = [100, 10_000]
+    /// The ratio figure of timer-modes: per mode at 1e4 modes ÷ at 1e2.
+    static let modesGrowthID = "instructions.timer-modes.growth"
 
     /// The populations `operation` is counted at (0: no population).
     private static func populations(_ operation: InstructionOperation) -> [Int] {
         switch operation {
         case .timerAdd, .timerCancel: populations
         case .blocksStep: blockPopulations
+        case .timerModes: modeCounts
         default: [0]
         }
     }
@@ -70,8 +75,15 @@ struct InstructionsScenario {
                 let id = Self.figureID(operation, population)
                 // The cliff ratio needs both blocks-step figures.
                 let cliff = operation == .blocksStep ? onlyFigures?[Self.blocksCliffID] ?? [] : []
-                let wanted = onlyFigures.map { ($0[id] ?? []).union(cliff) } ?? backends
+                // And the growth ratio both timer-modes figures.
+                let growth = operation == .timerModes ? onlyFigures?[Self.modesGrowthID] ?? [] : []
+                let wanted = onlyFigures.map { ($0[id] ?? []).union(cliff).union(growth) } ?? backends
                 for backend in operation.backends where backends.contains(backend) && wanted.contains(backend) {
+                    if operation == .timerModes, backend == .cf, !TimerModesWorkload.cfHasDescriptors(forModes: population) {
+                        log("instructions: timer-modes.\(TimerScalingScenario.label(population)) cf skipped: CF opens two "
+                            + "descriptors per mode (a timerfd and an epoll set), more than RLIMIT_NOFILE allows")
+                        continue
+                    }
                     jobs.append(Job(operation: operation, backend: backend, population: population))
                 }
             }
@@ -103,8 +115,10 @@ struct InstructionsScenario {
         case .blocksStep: job.backend == .cf && job.population > 0 ? 2 : 200
         // At most a fifth of the population, so the mode's size stays near it.
         case .timerAdd, .timerCancel: job.population >= 100_000 ? 200 : 40
+        // About 4,000 mode joins in the short length, whatever the number of modes.
+        case .timerModes: max(4000 / job.population, 1)
         }
-        let short = quick ? max(n / 4, min(n, 10)) : n
+        let short = job.operation == .timerModes ? n : quick ? max(n / 4, min(n, 10)) : n
         return (short, 5 * short)
     }
 
@@ -113,9 +127,11 @@ struct InstructionsScenario {
         guard let counted = Self.count(job, times: [short, long], valgrind: valgrind, binary: binary),
               counted.count == 2 else { return nil }
         let (a, b) = (counted[0], counted[1])
-        let value = Double(Int64(b) - Int64(a)) / Double(long - short)
+        // timer-modes: per mode, not per timer.
+        let perOperation = job.operation == .timerModes ? job.population : 1
+        let value = Double(Int64(b) - Int64(a)) / Double((long - short) * perOperation)
         let name = Self.figureID(job.operation, job.population).dropFirst("instructions.".count)
-        log("instructions: \(name) \(job.backend.rawValue): \(Int(value.rounded())) per operation "
+        log("instructions: \(name) \(job.backend.rawValue): \(Int(value.rounded())) per \(perOperation > 1 ? "mode" : "operation") "
             + "(\(a) for \(short), \(b) for \(long))")
         return value
     }
@@ -194,6 +210,7 @@ struct InstructionsScenario {
         .timerCancel: "instructions per timer cancel",
         .modeswitch: "instructions per nested mode switch",
         .blocksStep: "instructions per one-pass run with a block",
+        .timerModes: "instructions per mode, a timer added to each mode, then invalidated:",
     ]
 
     private static let goals: [InstructionOperation: Goal] = [
@@ -207,6 +224,7 @@ struct InstructionsScenario {
         for operation in InstructionOperation.allCases {
             for population in Self.populations(operation) {
                 let among = operation == .blocksStep ? ", behind 200k blocks for another mode"
+                    : operation == .timerModes ? " M = \(TimerScalingScenario.label(population))"
                     : " among \(TimerScalingScenario.label(population))"
                 var figure = Figure(
                     id: Self.figureID(operation, population), scenario: "instructions",
@@ -233,6 +251,25 @@ struct InstructionsScenario {
             }
         }
         if !cliff.values.isEmpty { figures.append(cliff) }
+        if let growth = modesGrowth(results) { figures.append(growth) }
         return figures
+    }
+
+    /// `instructions.timer-modes.growth`: per mode at the most modes ÷ per mode at the fewest,
+    /// per backend. Near 1 while an invalidate costs O(the item's modes) (issue 11's cliff).
+    private func modesGrowth(_ results: [Job: Double]) -> Figure? {
+        guard let low = Self.modeCounts.first, let high = Self.modeCounts.last else { return nil }
+        var figure = Figure(
+            id: Self.modesGrowthID, scenario: "instructions",
+            label: "timer in M modes, add and invalidate: instructions per mode at M = "
+                + "\(TimerScalingScenario.label(high)) ÷ at \(TimerScalingScenario.label(low))",
+            unit: "×", better: .lower, goal: .atMost(2))
+        for backend in InstructionOperation.timerModes.backends {
+            if let atHigh = results[Job(operation: .timerModes, backend: backend, population: high)],
+               let atLow = results[Job(operation: .timerModes, backend: backend, population: low)], atLow > 0 {
+                figure.values[backend] = atHigh / atLow
+            }
+        }
+        return figure.values.isEmpty ? nil : figure
     }
 }
