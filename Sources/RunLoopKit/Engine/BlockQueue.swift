@@ -57,6 +57,12 @@ struct BlockQueue {
         /// Entries with a ``Claim`` (claimed or not): when there are none, the lane is taken
         /// whole, with no look at its entries.
         var shared = 0
+
+        mutating func append(_ entry: consuming Entry) {
+            if entry.claim != nil { shared += 1 }
+            live += 1
+            entries.append(entry)
+        }
     }
 
     private var common = Lane()
@@ -79,19 +85,26 @@ struct BlockQueue {
 
     /// Queues `work` for `modes` (no mode twice); false (and nothing is kept) once the queue is
     /// closed.
-    mutating func append(_ work: Work, modes: [EvRunLoop.Mode]) -> Bool {
+    mutating func append(_ work: consuming Work, modes: [EvRunLoop.Mode]) -> Bool {
         guard !isClosed else { return false }
-        let claim = modes.count > 1 ? Claim(modes) : nil
-        let entry = Entry(sequence: nextSequence, work: work, claim: claim)
+        let sequence = nextSequence
         nextSequence += 1
         pendingCount += 1
-        for mode in modes {
-            withLane(mode) { lane in
-                lane.entries.append(entry)
-                lane.live += 1
-                if claim != nil { lane.shared += 1 }
+        guard modes.count > 1 else {
+            // The usual case: one mode, no claim, and for `.common` or `.default` no hashing.
+            let mode = modes[0]
+            let entry = Entry(sequence: sequence, work: work, claim: nil)
+            if mode == .common {
+                common.append(entry)
+            } else if mode == .default {
+                defaultLane.append(entry)
+            } else {
+                named[mode, default: Lane()].append(entry)
             }
+            return true
         }
+        let entry = Entry(sequence: sequence, work: work, claim: Claim(modes))
+        for mode in modes { withLane(mode) { $0.append(entry) } }
         return true
     }
 

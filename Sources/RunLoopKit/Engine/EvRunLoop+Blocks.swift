@@ -24,7 +24,10 @@ extension EvRunLoop {
     }
 
     /// Queues `work` for `modes` as a perform-block (R54); false when the loop's thread has exited.
-    func enqueue(_ work: BlockQueue.Work, inModes modes: [Mode]) -> Bool {
+    func enqueue(_ work: consuming BlockQueue.Work, inModes modes: [Mode]) -> Bool {
+        guard modes.count > 1 || (modes[0] != .common && modes[0] != .default) else {
+            return append(work, modes: modes)  // the usual case: nothing to deduplicate or create
+        }
         var unique = modes
         if modes.count > 1 { unique = modes.reduce(into: []) { if !$0.contains($1) { $0.append($1) } } }
         if unique.contains(where: { $0 != .common && $0 != .default }) {
@@ -35,10 +38,17 @@ extension EvRunLoop {
                 for mode in unique where mode != .common && mode != .default { _ = state.modeState(mode) }
             }
         }
+        return append(work, modes: unique)
+    }
+
+    /// Queues `work` for `modes` (no mode twice) under the blocks' lock and sets the hint.
+    private func append(_ work: consuming BlockQueue.Work, modes: [Mode]) -> Bool {
+        var work = Optional(work)
         return pendingBlocks.withLock { queue in
-            let accepted = queue.append(work, modes: unique)
-            if accepted { setHint(Hint.blocks) }
-            return accepted
+            guard queue.append(work.take()!, modes: modes) else { return false }
+            // Set and cleared only under this lock: while it is held, a set hint stays set.
+            if !hasHint(Hint.blocks) { setHint(Hint.blocks) }
+            return true
         }
     }
 
@@ -58,24 +68,25 @@ extension EvRunLoop {
         var nextOwn = 0
         var nextCommon = 0
         while true {
-            let entry: BlockQueue.Entry
+            let sequence: UInt64
             if nextOwn < own.count && (nextCommon == common.count || own[nextOwn].sequence < common[nextCommon].sequence) {
-                entry = own[nextOwn]
+                sequence = own[nextOwn].sequence
+                own[nextOwn].work.run(on: self)
                 nextOwn += 1
             } else if nextCommon < common.count {
-                entry = common[nextCommon]
+                sequence = common[nextCommon].sequence
+                common[nextCommon].work.run(on: self)
                 nextCommon += 1
             } else {
                 return
             }
-            entry.work.run(on: self)
             guard watchCommon, state.withLock({ $0.commonModes.contains(run.mode) }) else { continue }
             // R15: a block made the running mode common. As CF checks membership block by block,
             // the `.common` blocks scheduled after this one and before the step began join it
             // (the mode was not common when the step began, so it took no `.common` block).
             watchCommon = false
             common = pendingBlocks.withLock { queue in
-                let joined = queue.takeCommon(scheduledIn: entry.sequence + 1..<end)
+                let joined = queue.takeCommon(scheduledIn: sequence + 1..<end)
                 if queue.isEmpty { clearHint(Hint.blocks) }
                 return joined
             }

@@ -20,6 +20,9 @@ extension EvRunLoop {
             id = ModeNames.number(for: name)
         }
 
+        /// The mode numbered `id` in the table of names.
+        private init(id: Int) { self.id = id }
+
         /// The mode's name.
         public var name: String { ModeNames.name(of: id) }
 
@@ -29,10 +32,11 @@ extension EvRunLoop {
         public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
         /// The default mode, `kCFRunLoopDefaultMode`. Always in the common set (R11).
-        public static let `default` = Mode("kCFRunLoopDefaultMode")
+        /// Numbered in advance, so it is a constant: reading it costs no lazy-initialisation check.
+        public static let `default` = Mode(id: ModeNames.defaultNumber)
 
         /// The common-modes pseudo-mode, `kCFRunLoopCommonModes` (R12–R15).
-        public static let common = Mode("kCFRunLoopCommonModes")
+        public static let common = Mode(id: ModeNames.commonNumber)
 
         /// The mode's name.
         public var description: String { name }
@@ -96,9 +100,13 @@ extension EvRunLoop {
 /// The process-wide table that numbers mode names (see ``EvRunLoop/Mode``). Names are never
 /// removed, as CF never removes a mode from a loop; the table grows with distinct names only.
 enum ModeNames {
+    /// The numbers of `kCFRunLoopDefaultMode` and `kCFRunLoopCommonModes`, in the table from the start.
+    static let defaultNumber = 0
+    static let commonNumber = 1
+
     private struct Table {
-        var numbers: [String: Int] = [:]
-        var names: [String] = []
+        var numbers: [String: Int] = ["kCFRunLoopDefaultMode": defaultNumber, "kCFRunLoopCommonModes": commonNumber]
+        var names: [String] = ["kCFRunLoopDefaultMode", "kCFRunLoopCommonModes"]
     }
 
     private static let table = Locked(Table())
