@@ -64,7 +64,12 @@ enum HelpText {
         repeating timer (a missed slot is measured against the slot the backend \
         actually fires for), and a 100 µs timer re-armed from its own callout. libev \
         uses a plain ev_timer; with epoll it rounds every wait up to a whole \
-        millisecond, and libev-uring shows libev without that.
+        millisecond, and libev-uring shows libev without that. Peer nio: SwiftNIO's \
+        EventLoop.scheduleTask(deadline:) on a one-thread MultiThreadedEventLoopGroup \
+        (its deadlines are CLOCK_MONOTONIC, the clock lateness is read with); NIO \
+        has no repeating timer on a grid (scheduleRepeatedTask drifts by the run \
+        time), so its repeating timer re-schedules from each callout for the grid's \
+        next slot, and its one-shot is re-scheduled from its callout like the others.
           timer.repeat.p50 … .max    1 ms repeating timer lateness, µs
           timer.oneshot.p50 … .max   100 µs re-armed timer lateness, µs
 

@@ -106,7 +106,7 @@ struct BenchOptions: ParsableArguments {
             WakeupScenario(samplesPerRound: wakeups, rounds: rounds, peers: Array(peers).sorted(),
                            onlyFigures: onlyFigures).run(backends)
         case .perform: PerformScenario(items: performItems, rounds: rounds).run(backends)
-        case .timers: TimerLatenessScenario(fires: timerFires).run(backends)
+        case .timers: TimerLatenessScenario(fires: timerFires, peers: Array(peers).sorted()).run(backends)
         case .scaling:
             TimerScalingScenario(counts: scalingCounts, cfMaxCount: cfScalingMax, rounds: rounds).run(backends)
         case .modes:

@@ -1,9 +1,12 @@
 /// Scenario 3: timer lateness (callout time − scheduled fire time). A 1 ms repeating timer
 /// fires `fires` times, and a 100 µs one-shot timer is re-armed from its own callout `fires`
 /// times. Each backend runs a fresh loop on its own thread; backends alternate in rounds of
-/// `firesPerRound` callouts, so machine drift hits all of them alike.
+/// `firesPerRound` callouts, so machine drift hits all of them alike. The peer SwiftNIO is
+/// measured beside them with `scheduleTask` (see `NIOTimerLateness`).
 struct TimerLatenessScenario {
     var fires: Int
+    /// Peers measured beside the backends: SwiftNIO's `scheduleTask` (libdispatch is not).
+    var peers: [BackendID] = []
     var firesPerRound = 100
     var repeatIntervalNs: UInt64 = 1_000_000
     var oneShotDelayNs: UInt64 = 100_000
@@ -14,17 +17,24 @@ struct TimerLatenessScenario {
         var early: [BackendID: Int] = [:]
         let perRound = max(1, min(firesPerRound, fires))
         let rounds = max(1, (fires + perRound - 1) / perRound)
+        let ids = backends.map(\.id) + peers.filter { $0 == .nio }
         for round in 0..<rounds {
             log("timers: round \(round + 1)/\(rounds), \(perRound) fires per timer and backend")
-            for backend in rotated(backends, by: round) {
-                let r = LatenessRecorder(fires: perRound, policy: backend.catchUp,
-                                         intervalNs: repeatIntervalNs)
-                BenchThread.run { backend.runRepeatingTimer(intervalNs: repeatIntervalNs, recorder: r) }
-                repeating[backend.id, default: Latencies()].merge(r.latencies)
-                let o = LatenessRecorder(fires: perRound, policy: backend.catchUp, intervalNs: 0)
-                BenchThread.run { backend.runRearmedTimer(delayNs: oneShotDelayNs, recorder: o) }
-                oneShot[backend.id, default: Latencies()].merge(o.latencies)
-                early[backend.id, default: 0] += r.early + o.early
+            for id in rotated(ids, by: round) {
+                let backend = backends.first { $0.id == id }
+                let policy = backend?.catchUp ?? .grid  // NIO: re-scheduled on the grid
+                let r = LatenessRecorder(fires: perRound, policy: policy, intervalNs: repeatIntervalNs)
+                let o = LatenessRecorder(fires: perRound, policy: policy, intervalNs: 0)
+                if let backend {
+                    BenchThread.run { backend.runRepeatingTimer(intervalNs: repeatIntervalNs, recorder: r) }
+                    BenchThread.run { backend.runRearmedTimer(delayNs: oneShotDelayNs, recorder: o) }
+                } else {
+                    NIOTimerLateness.runRepeating(intervalNs: repeatIntervalNs, recorder: r)
+                    NIOTimerLateness.runRearmed(delayNs: oneShotDelayNs, recorder: o)
+                }
+                repeating[id, default: Latencies()].merge(r.latencies)
+                oneShot[id, default: Latencies()].merge(o.latencies)
+                early[id, default: 0] += r.early + o.early
             }
         }
         for (backend, count) in early where count > 0 {
@@ -80,6 +90,10 @@ final class LatenessRecorder: @unchecked Sendable {
 
     /// A one-shot timer was (re-)armed to fire at `dueNs`.
     func expect(dueNs: UInt64) { self.dueNs = dueNs }
+
+    /// When the next callout is due (after ``fired(atNs:)``, for a repeating timer: the next
+    /// slot of its grid).
+    var nextDueNs: UInt64 { dueNs }
 
     /// A callout ran at `now` (read first thing in the callout). Returns whether the backend
     /// should keep the timer going.
