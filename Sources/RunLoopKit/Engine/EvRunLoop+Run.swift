@@ -77,6 +77,7 @@ extension EvRunLoop {
         // first pass never takes the shortcut below: pending main-queue work is found by the wait.
         var servicedMainQueue = true
         var stopsSeen = run.stopRequestsAtEntry
+        var counts = ModeCountsView()
         while true {
             recorder.bump(recorder.iterations)
             acceptsWakeUps.store(true, ordering: .sequentiallyConsistent)  // C52: until the wait returns
@@ -96,7 +97,7 @@ extension EvRunLoop {
                 mainQueueHasWork = sleep(run, poll: poll)
                 if !poll { notifyObservers(.afterWaiting, run) }
             }
-            fireDueTimers(run)
+            if refreshed(&counts, run).hasTimers { fireDueTimers(run) }
             servicedMainQueue = mainQueueHasWork && run.servicesMainQueue
             if servicedMainQueue {
                 serviceMainQueue()
@@ -105,7 +106,8 @@ extension EvRunLoop {
                 handledSource = true
             }
             performBlocks(run)
-            if let result = result(of: run, handledSource: handledSource, stopsSeen: &stopsSeen) { return result }
+            let mayBeEmpty = !run.servicesMainQueue && !refreshed(&counts, run).hasItems
+            if let result = result(of: run, handledSource: handledSource, mayBeEmpty: mayBeEmpty, stopsSeen: &stopsSeen) { return result }
         }
     }
 
@@ -153,6 +155,21 @@ extension EvRunLoop {
         return reasons.contains(.mainQueue) && backend.value.takeMainQueueSignal()
     }
 
+    /// `view`, brought up to date if a mode's counts crossed zero since it was taken.
+    @inline(__always)
+    private func refreshed(_ view: inout ModeCountsView, _ run: RunContext) -> ModeCountsView {
+        let changes = modeCountChanges.load(ordering: .acquiring)
+        if changes != view.changesSeen {
+            // Read after the count: a change made meanwhile bumps it again and is read next time.
+            let modeState = run.modeState
+            (view.hasTimers, view.hasItems) = state.withLock { _ in
+                (modeState.timerCount > 0, modeState.sourceCount > 0 || modeState.timerCount > 0)
+            }
+            view.changesSeen = changes
+        }
+        return view
+    }
+
     private func requireAlive(_ isDead: Bool) {
         require(!isDead, "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): this loop's thread has exited (R4)")
     }
@@ -161,16 +178,16 @@ extension EvRunLoop {
     ///
     /// Without the lock when nothing can have changed the answer: no stop was requested since
     /// the run last looked (`stopsSeen`, a ``stopRequests`` count), and the mode holds a source
-    /// or a timer, so it cannot be empty (R16). A stop or removal made by another thread at the
-    /// same moment is then seen at the next pass's check, as if made just after this one (which
-    /// taking the lock could not rule out either).
+    /// or a timer (`mayBeEmpty` false), so it cannot be empty (R16). A stop or removal made by
+    /// another thread at the same moment is then seen at the next pass's check, as if made just
+    /// after this one (which taking the lock could not rule out either).
     @inline(__always)
-    private func result(of run: RunContext, handledSource: Bool, stopsSeen: inout UInt64) -> RunResult? {
+    private func result(of run: RunContext, handledSource: Bool, mayBeEmpty: Bool, stopsSeen: inout UInt64) -> RunResult? {
         if handledSource && run.returnAfterSourceHandled { return .handledSource }
         if run.pollOnly { return .timedOut }  // R25: CF's deadline of a poll is in the past
         if run.deadline != .distantFuture, MonotonicTime.now() >= run.deadline { return .timedOut }
         let stops = stopRequests.load(ordering: .acquiring)
-        if stops == stopsSeen && (run.servicesMainQueue || run.modeState.hasItems.load(ordering: .relaxed)) { return nil }
+        if stops == stopsSeen && !mayBeEmpty { return nil }
         stopsSeen = stops
         return stoppedOrFinished(run)
     }
@@ -212,5 +229,25 @@ extension EvRunLoop {
     @inline(__always)
     func withBackend<Result>(_ body: (EvBackend) -> Result) -> Result {
         Unmanaged.passUnretained(backend.value)._withUnsafeGuaranteedRef(body)
+    }
+}
+
+/// What a run knows, without the loop's lock, of whether its mode has timers and whether it has
+/// any source or timer (R16): read under the lock, and valid while
+/// ``EvRunLoop/modeCountChanges`` stays at `changesSeen`. Counts change under the lock, and the
+/// change count with them whenever one crosses zero, so a run that took the lock since a change
+/// (every pass does, before it waits) sees it; a change concurrent with a step is as if made
+/// just after it. A timers step of a mode with no timers, and the end-of-pass check of a mode
+/// that cannot be empty, then skip the lock.
+struct ModeCountsView {
+    var changesSeen = UInt64.max
+    var hasTimers = true
+    var hasItems = false
+}
+
+extension EvRunLoop {
+    /// A mode's source or timer count crossed zero (see ``ModeCountsView``). Under the lock.
+    func noteModeCountsChanged() {
+        modeCountChanges.wrappingAdd(1, ordering: .releasing)
     }
 }

@@ -53,7 +53,7 @@ extension EvRunLoop {
             if timerState.loop == nil { timerState.loop = self }
             timerState.modes.append(mode)
             let modeState = state.modeState(mode)
-            modeState.timerCount += 1
+            if modeState.timerJoined() { noteModeCountsChanged() }
             let latest = timerState.latestFireDate
             modeState.timers.push(timer, at: timerState.fireDate, latest: latest, sequence: state.nextSequence())
             rearmIfSleeping(for: mode, at: latest, &state)
@@ -72,9 +72,7 @@ extension EvRunLoop {
             reschedule(timer, &timerState, &state)
         }
         for mode in leaving {
-            guard let modeState = state.existingModeState(mode) else { continue }
-            modeState.timerCount -= 1
-            modeState.timers.compactIfMostlyStale(liveCount: modeState.timerCount)
+            if state.existingModeState(mode)?.timerLeft() == true { noteModeCountsChanged() }
         }
     }
 
@@ -128,7 +126,6 @@ extension EvRunLoop {
     /// entry stale, so the outer step then skips it.
     func fireDueTimers(_ run: RunContext) {
         let modeState = run.modeState
-        guard modeState.hasTimers.load(ordering: .relaxed) else { return }
         let due: [TimerHeap.Entry] = state.withLock { _ in
             guard modeState.timers.peekLive() != nil else { return [] }  // no clock read without timers
             let now = MonotonicTime.now()

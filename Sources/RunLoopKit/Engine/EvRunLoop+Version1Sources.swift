@@ -61,7 +61,7 @@ extension EvRunLoop {
             state.source1s[id] = core
             for mode in joining {
                 let modeState = state.modeState(mode)
-                modeState.sourceCount += 1
+                if modeState.changeSourceCount(by: 1) { noteModeCountsChanged() }
                 if case .fileDescriptor = core.kind { modeState.watchedSources[id] = core }
             }
             state.watches.syncedMode = nil
@@ -75,7 +75,7 @@ extension EvRunLoop {
         let id = ObjectIdentifier(core)
         sourceState.modes.remove(leaving)
         for mode in leaving {
-            state.existingModeState(mode)?.sourceCount -= 1
+            if state.existingModeState(mode)?.changeSourceCount(by: -1) == true { noteModeCountsChanged() }
             state.existingModeState(mode)?.watchedSources.removeValue(forKey: id)
         }
         state.watches.syncedMode = nil

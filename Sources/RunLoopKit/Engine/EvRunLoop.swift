@@ -36,6 +36,9 @@ public final class EvRunLoop: Sendable {
     /// How many times a run was marked stopped, counted under the lock with the mark: a run that
     /// saw the same count before knows, without the lock, that no stop reached it since (R27).
     let stopRequests = Atomic<UInt64>(0)
+    /// How many times a mode went from no sources or no timers to some, or back (see
+    /// ``ModeCountsView``): a run that saw the same count knows its mode's answers still hold.
+    let modeCountChanges = Atomic<UInt64>(0)
     /// The callout running now and the loop's counters (``metrics``), written by its thread only.
     let recorder = LoopRecorder()
     /// Guards cross-thread ``wakeUp()`` against teardown without taking ``state``: the count of
@@ -126,7 +129,7 @@ public final class EvRunLoop: Sendable {
         let running = state.withLock { state -> Bool in
             guard !state.runs.isEmpty else { return false }
             state.runs[state.runs.count - 1].isStopped = true
-            stopRequests.add(1, ordering: .releasing)
+            stopRequests.wrappingAdd(1, ordering: .releasing)
             return true
         }
         if running { wakeUp() }
@@ -138,7 +141,7 @@ public final class EvRunLoop: Sendable {
     func stopAllRuns() {
         let running = state.withLock { state -> Bool in
             for index in state.runs.indices { state.runs[index].isStopped = true }
-            if !state.runs.isEmpty { stopRequests.add(1, ordering: .releasing) }
+            if !state.runs.isEmpty { stopRequests.wrappingAdd(1, ordering: .releasing) }
             return !state.runs.isEmpty
         }
         if running { wakeUp() }

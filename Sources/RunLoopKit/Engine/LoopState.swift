@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Everything a run loop knows, guarded by ``EvRunLoop/state``.
 ///
 /// Item membership is recorded twice on purpose: each item lists its own modes (under its own
@@ -99,22 +97,31 @@ struct RunFrame {
 /// lookup by name, and touches it under the lock.
 final class ModeState: @unchecked Sendable {
     let mode: EvRunLoop.Mode
-    var sourceCount = 0 {
-        didSet { hasItems.store(sourceCount > 0 || timerCount > 0, ordering: .relaxed) }
+    private(set) var sourceCount = 0
+    private(set) var timerCount = 0
+
+    /// Counts sources joining (`delta` > 0) or leaving the mode. Under the loop's lock. Returns
+    /// whether the mode went from having none to having some or back: the caller then calls
+    /// ``EvRunLoop/noteModeCountsChanged()``.
+    func changeSourceCount(by delta: Int) -> Bool {
+        let had = sourceCount > 0
+        sourceCount += delta
+        return had != (sourceCount > 0)
     }
-    var timerCount = 0 {
-        didSet {
-            hasTimers.store(timerCount > 0, ordering: .relaxed)
-            hasItems.store(sourceCount > 0 || timerCount > 0, ordering: .relaxed)
-        }
+
+    /// Counts a timer joining the mode, as ``changeSourceCount(by:)``.
+    func timerJoined() -> Bool {
+        timerCount += 1
+        return timerCount == 1
     }
-    /// `timerCount > 0` and `sourceCount > 0 || timerCount > 0`, readable without the lock: a
-    /// timers step of a mode with no timers, and the end-of-pass check of a mode that cannot be
-    /// empty (R16), skip the lock. Written under the lock, so a run that took the lock since the
-    /// count changed (every pass does, before it waits) sees the change; a change concurrent with
-    /// the step is as if made just after it.
-    let hasTimers = Atomic<Bool>(false)
-    let hasItems = Atomic<Bool>(false)
+
+    /// Counts a timer leaving the mode, as ``changeSourceCount(by:)``, and compacts the heap if
+    /// it is mostly stale.
+    func timerLeft() -> Bool {
+        timerCount -= 1
+        timers.compactIfMostlyStale(liveCount: timerCount)
+        return timerCount == 0
+    }
     /// Read and written only under the loop's lock, like every field here, so the run time's
     /// exclusivity check (a thread-local access set, about 100 instructions per access, several
     /// accesses per iteration) would only repeat what the lock guarantees.
