@@ -54,7 +54,10 @@ extension EvBackend {
     func armFallbackIfNeeded() {
         guard deadlineUnarmed else { return }
         deadlineUnarmed = false
-        let unarmed: MonotonicTime? = deadline.withLock { state in arm(state.requested, &state) ? nil : state.requested }
+        let unarmed: MonotonicTime? = deadline.withLock { state in
+            if state.timerFD < 0 && state.requested != .distantFuture { makeTimerDescriptor(&state) }
+            return arm(state.requested, &state) ? nil : state.requested
+        }
         if fallbackTimerActive {
             ev_timer_stop(loop, fallbackTimer)
             fallbackTimerActive = false
@@ -68,6 +71,19 @@ extension EvBackend {
         }, remaining, 0)
         ev_timer_start(loop, fallbackTimer)
         fallbackTimerActive = true
+    }
+
+    /// Makes the timerfd at the first finite deadline and has libev watch it (loop's thread,
+    /// `deadline`'s lock held). If the process has no descriptor left (or the kernel refuses),
+    /// the timerfd stays unmade: the fallback timer stands in, and the next deadline tries again.
+    func makeTimerDescriptor(_ state: inout DeadlineState) {
+        let fd = retryingEINTR { timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC)) }
+        guard fd >= 0 else { return }
+        InternalDescriptors.insert([fd])
+        state.timerFD = fd
+        state.armed = .distantFuture
+        clibev_io_set(deadlineWatcher, fd, Int32(EV_READ))
+        startInternalWatcher(deadlineWatcher)
     }
 
     /// A blocking `ev_run` returned with nothing: libev's minute is up, or `epoll_wait` failed

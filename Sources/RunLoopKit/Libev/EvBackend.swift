@@ -22,15 +22,21 @@ struct WakeReasons: OptionSet, Sendable {
 /// The libev layer: the one type that touches libev (architecture.md "Only the files that wrap
 /// libev import CLibev").
 ///
-/// It owns an `ev_loop` with exactly three descriptors — the backend's epoll fd, the eventfd of
-/// its ``WakeSignal`` behind ``wakeUp()``, and one `timerfd` that holds the deadline (the running
-/// mode's next timer or the run's timeout, whichever is first). A timerfd instead of an
-/// `ev_timer` because libev's epoll backend rounds its timeouts up to whole milliseconds; the
-/// timerfd fires to the microsecond and can be re-armed from any thread. A loop that watches
-/// callers' descriptors has a fourth: the epoll set of its ``DescriptorSet``. None of them can be
-/// watched as a caller's descriptor (see ``isInternalDescriptor(_:)``).
+/// It owns an `ev_loop` with at most three descriptors — the backend's epoll fd, the eventfd of
+/// its ``WakeSignal`` behind ``wakeUp()``, and, from the first sleep with a deadline, one
+/// `timerfd` that holds the deadline (the running mode's next timer or the run's timeout,
+/// whichever is first). A timerfd instead of an `ev_timer` because libev's epoll backend rounds
+/// its timeouts up to whole milliseconds; the timerfd fires to the microsecond and can be
+/// re-armed from any thread. It is made lazily because libev sizes each loop's descriptor table
+/// by the highest number the loop watches: a loop that never sleeps with a deadline (a thread's
+/// loop touched and parked, say) watches one descriptor numbered like raw libev's, not two
+/// numbered half as high again. A loop that watches callers' descriptors has one more: the epoll
+/// set of its ``DescriptorSet``. None of them can be watched as a caller's descriptor (see
+/// ``isInternalDescriptor(_:)``).
 ///
-/// Failures never end in libev's `abort`: creating a descriptor throws; libev's system-error
+/// Failures never end in libev's `abort`: creating the loop's first two descriptors throws; a
+/// `timerfd` that cannot be made when first needed is stood in for like one that cannot be
+/// armed (below), and made at a later deadline; libev's system-error
 /// hook (`ev_set_syserr_cb`) reports a failed `epoll_wait`, which is retried; a watcher whose
 /// `epoll_ctl` failed (libev stops it and passes `EV_ERROR`) is started again before the next
 /// wait, which first polls so the retry's result is known before the loop blocks; a `timerfd`
@@ -50,10 +56,10 @@ final class EvBackend {
     /// Wakes the loop from other threads and from signal handlers (``SignalRouting``).
     let wake: WakeSignal
     private let wakeWatcher: UnsafeMutablePointer<ev_io>
-    private let deadlineWatcher: UnsafeMutablePointer<ev_io>
+    /// The timerfd's watcher, started when the timerfd is made (``makeTimerDescriptor(_:)``).
+    let deadlineWatcher: UnsafeMutablePointer<ev_io>
     /// Stands in for the timerfd while it cannot be armed (see ``setDeadline(_:)``).
     let fallbackTimer: UnsafeMutablePointer<ev_timer>
-    private let timerFD: Int32
     /// libev's epoll descriptor, or -1 if it could not be told (see ``backendDescriptor(expected:holding:)``).
     private var backendFD: Int32 = -1
     /// Set by the watcher callbacks during `ev_run`; read and cleared by `wait`.
@@ -102,7 +108,7 @@ final class EvBackend {
     /// Creates the libev loop and its watchers.
     ///
     /// - Throws: ``EvRunLoopError/outOfFileDescriptors`` when the process has no descriptor
-    ///   left for one of the loop's three, or ``EvRunLoopError/backendUnavailable(_:)`` (naming
+    ///   left for the loop's epoll set or its eventfd, or ``EvRunLoopError/backendUnavailable(_:)`` (naming
     ///   the call and the error) when the kernel refuses otherwise.
     init() throws(EvRunLoopError) {
         SystemErrorHook.install()
@@ -122,22 +128,14 @@ final class EvBackend {
             wake.closeDescriptor()
             throw Self.creationError("ev_loop_new (epoll_create1)", error)
         }
-        let timerFD = retryingEINTR { timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC)) }
-        if timerFD < 0 {
-            let error = errno
-            ev_loop_destroy(loop)
-            wake.closeDescriptor()
-            throw Self.creationError("timerfd_create", error)
-        }
         self.loop = loop
         self.wake = wake
-        self.timerFD = timerFD
         reasons = .allocate(capacity: 1)
         reasons.initialize(to: 0)
         wakeWatcher = .allocate(capacity: 1)
         deadlineWatcher = .allocate(capacity: 1)
         fallbackTimer = .allocate(capacity: 1)
-        InternalDescriptors.insert([wake.descriptor, timerFD])
+        InternalDescriptors.insert([wake.descriptor])
 
         ev_set_userdata(loop, Unmanaged.passUnretained(self).toOpaque())
         clibev_io_init(wakeWatcher, { loop, watcher, revents in
@@ -161,10 +159,9 @@ final class EvBackend {
                 if result == 8 { state.armed = .distantFuture }
             }
             backend.reasons.pointee |= WakeReasons.deadline.rawValue
-        }, timerFD, Int32(EV_READ))
+        }, -1, Int32(EV_READ))
         clibev_timer_init(fallbackTimer, nil, 0, 0)
         startInternalWatcher(wakeWatcher)
-        startInternalWatcher(deadlineWatcher)
 
         // libev calls epoll_ctl for new watchers inside its next ev_run: make that happen now, so
         // that a refusal is reported here and not as a loop that never wakes.
@@ -294,16 +291,19 @@ final class EvBackend {
 
     /// Sets the timerfd to `deadline` unless it holds it already (caller holds `deadline`'s
     /// lock and passes its state). Returns false when `timerfd_settime` failed; what the timerfd
-    /// holds is then unknown, so the next call sets it whatever it asks for.
+    /// holds is then unknown, so the next call sets it whatever it asks for. Returns false too
+    /// for a first finite deadline, before the timerfd is made: only the loop's thread makes it
+    /// and gives it to libev (``armFallbackIfNeeded()``).
     func arm(_ deadline: MonotonicTime, _ state: inout DeadlineState) -> Bool {
-        if state.armed == deadline { return true }
+        if state.armed == deadline { return true }  // also "no timerfd yet" for distantFuture
+        guard state.timerFD >= 0 else { return false }
         var spec = itimerspec()
         if deadline != .distantFuture {
             let ns = max(deadline.nanoseconds, 1)  // zero would disarm; the past fires at once
             spec.it_value.tv_sec = Int(ns / 1_000_000_000)
             spec.it_value.tv_nsec = Int(ns % 1_000_000_000)
         }
-        let armed = retryingEINTR { timerfd_settime(timerFD, Int32(TFD_TIMER_ABSTIME), &spec, nil) } == 0
+        let armed = retryingEINTR { timerfd_settime(state.timerFD, Int32(TFD_TIMER_ABSTIME), &spec, nil) } == 0
         state.armed = armed ? deadline : nil
         return armed
     }
@@ -321,9 +321,13 @@ final class EvBackend {
         ev_io_stop(loop, deadlineWatcher)
         ev_io_stop(loop, wakeWatcher)
         ev_timer_stop(loop, fallbackTimer)
+        let timerFD = deadline.withLock { state in
+            defer { state.timerFD = -1 }
+            return state.timerFD
+        }
         InternalDescriptors.remove([backendFD, wake.descriptor, timerFD].filter { $0 >= 0 })
         ev_loop_destroy(loop)
-        close(timerFD)
+        if timerFD >= 0 { close(timerFD) }
         wake.closeDescriptor()
         wakeWatcher.deallocate()
         deadlineWatcher.deallocate()
@@ -358,8 +362,11 @@ struct DeadlineState {
     /// What the timerfd holds: ``MonotonicTime/distantFuture`` when disarmed (as made, or after
     /// it expired and was read: it is one-shot), `nil` when unknown (`timerfd_settime` failed).
     /// An expired timerfd not read yet still holds its date: it is readable, as it would be
-    /// if armed again for that date.
+    /// if armed again for that date. No timerfd yet counts as disarmed.
     var armed: MonotonicTime? = .distantFuture
+    /// The timerfd, or -1 until the first finite deadline made it (see
+    /// ``EvBackend/makeTimerDescriptor(_:)``).
+    var timerFD: Int32 = -1
 }
 
 /// `body`'s result, calling it again while it fails with `EINTR`.

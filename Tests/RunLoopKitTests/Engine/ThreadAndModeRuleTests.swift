@@ -57,7 +57,7 @@ import Testing
             #expect(asking.join())
             let owned = afterAsking.get?.owned ?? [:]
             let opened = afterAsking.get?.opened ?? [:]
-            #expect(isExactlyOneRunLoopsDescriptors(owned), "asking creates the loop: \(owned)")
+            #expect(isExactlyOneRunLoopsDescriptors(owned, timerfd: false), "asking creates the loop: \(owned)")
             #expect(Set(opened.keys).isSubset(of: owned.keys), "asking opened more than the loop's descriptors: \(opened)")
             let left = DescriptorSnapshot.take().opened(since: before)
             #expect(left.isEmpty, "the exited thread's loop left descriptors open: \(left)")

@@ -36,11 +36,20 @@ import Testing
         #expect(status == 0 && output.hasSuffix("PASS\n"), "\(scenario): exit \(status)\n\(output)\(errors)", sourceLocation: sourceLocation)
     }
 
-    /// Point 1 and the seam: a loop's creation with `eventfd`, `timerfd_create` or libev's
-    /// `epoll_ctl` failing throws `outOfFileDescriptors` (EMFILE) or `backendUnavailable`
-    /// naming the call (ENOMEM, ENOSPC); EINTR and a passing ENOMEM are retried.
+    /// Point 1 and the seam: a loop's creation with `eventfd` or libev's `epoll_ctl` failing
+    /// throws `outOfFileDescriptors` (EMFILE) or `backendUnavailable` naming the call (ENOMEM,
+    /// ENOSPC); EINTR and a passing ENOMEM are retried.
     @Test func creationFailuresThrowTypedErrorsAndEINTRIsRetried() throws {
         try expectPass("creation")
+    }
+
+    /// Issue 11: the timerfd is made at the loop's first sleep with a deadline. When
+    /// `timerfd_create` fails then (EMFILE, ENOMEM, on every call), the timer still fires on
+    /// time: the loop stands in for the timerfd as for one that cannot be armed; EINTR is retried.
+    @Test func aTimerfdThatCannotBeMadeNeverSleepsPastTheDeadline() throws {
+        try expectPass("timerfd-create")
+        try expectPass("timerfd-create-enomem")
+        try expectPass("timerfd-create-eintr")
     }
 
     /// Point 7: libev's `epoll_ctl` for the loop's timerfd fails once (ENOMEM): before, its

@@ -7,8 +7,9 @@ import TestSupport
 
 /// A run loop's own descriptors cannot be watched as a caller's (issue 10, point 5).
 @Suite struct InternalDescriptorTests {
-    /// Each descriptor a new loop opens — libev's epoll set, the wake-up eventfd, the timerfd,
-    /// and the epoll set for callers' descriptors — is refused with a clear error. Before, they
+    /// Each descriptor a loop opens — libev's epoll set, the wake-up eventfd, the timerfd (made
+    /// at its first sleep with a deadline), and the epoll set for callers' descriptors — is
+    /// refused with a clear error. Before, they
     /// were accepted, and watching the loop's epoll set aborted inside libev (`ELOOP`
     /// assertion). In a child process, so that no other test opens descriptors meanwhile.
     @Test func aLoopsOwnDescriptorsAreRefused() async {
@@ -16,6 +17,9 @@ import TestSupport
             // libdispatch makes its own descriptors lazily; make them now, before counting.
             DescriptorSnapshot.settleLibdispatch()
             let outcomes = onLoopThread { loop -> [String] in
+                // A sleep with a deadline makes the loop's timerfd.
+                loop.add(EvTimer(after: .milliseconds(1)) { _ in }, forMode: .default)
+                guard loop.run(mode: .default, timeout: .seconds(10)) == .finished else { exit(14) }
                 // A first descriptor source makes the loop's second epoll set (for callers' fds).
                 var pipeFDs: [Int32] = [0, 0]
                 guard pipe(&pipeFDs) == 0 else { exit(10) }
