@@ -109,42 +109,39 @@ extension EvRunLoop {
     func performSignalledSources(_ run: RunContext) -> Bool {
         guard hasHint(Hint.signalledSources) else { return false }
         let mode = run.mode
-        let work: SignalledWork = state.withLock { state in
+        let only: EvSource? = state.withLock { state in
             // The common case, one signalled source: take it at once, no list to build.
-            if state.signalled.count == 1 {
-                return takeOnlySignalled(in: mode, &state).map(SignalledWork.taken) ?? .none
-            }
-            var ready: [(order: Int, sequence: UInt64, source: EvSource)] = []
+            if state.signalled.count == 1 { return takeOnlySignalled(in: mode, &state) }
+            // Several: listed in the loop's scratch array, which keeps its capacity between
+            // passes, so that listing and sorting them allocates nothing once it has grown.
             for source in state.signalled {
                 source.state.withLock { sourceState in
                     if sourceState.isValid, sourceState.modes.contains(mode) {
-                        ready.append((source.order, sourceState.signalSequence, source))
+                        readySourcesScratch.append(
+                            ReadySource(order: source.order, sequence: sourceState.signalSequence, source: source))
                     }
                 }
             }
-            return .candidates(ready.sorted { ($0.order, $0.sequence) < ($1.order, $1.sequence) }.map(\.source))
+            return nil
         }
-        switch work {
-        case .none:
-            return false
-        case .taken(let source):
-            Callout.sourcePerform(source, on: self)
+        if let only {
+            Callout.sourcePerform(only, on: self)
             return true
-        case .candidates(let sources):
-            var performed = false
-            for source in sources where state.withLock({ take(source, &$0) }) {
-                Callout.sourcePerform(source, on: self)
-                performed = true
-                if run.returnAfterSourceHandled { break }
-            }
-            return performed
         }
-    }
-
-    private enum SignalledWork {
-        case none
-        case taken(EvSource)
-        case candidates([EvSource])
+        // Out of the loop for the pass: a run nested in a perform finds it empty and lists its own.
+        var ready = readySourcesScratch
+        readySourcesScratch = []
+        // R33: by order, then by signal time; in place, no copy of the list.
+        ready.sort { ($0.order, $0.sequence) < ($1.order, $1.sequence) }
+        var performed = false
+        for candidate in ready where state.withLock({ take(candidate.source, &$0) }) {
+            Callout.sourcePerform(candidate.source, on: self)
+            performed = true
+            if run.returnAfterSourceHandled { break }
+        }
+        ready.removeAll(keepingCapacity: true)  // no source kept alive by the scratch
+        readySourcesScratch = ready
+        return performed
     }
 
     /// The one signalled source, taken off the list (its reference moves out of it: no retain,
@@ -179,4 +176,11 @@ extension EvRunLoop {
         if state.signalled.isEmpty { clearHint(Hint.signalledSources) }
         return true
     }
+}
+
+/// A signalled source ready in the running mode, with what orders it (R33).
+struct ReadySource {
+    let order: Int
+    let sequence: UInt64
+    let source: EvSource
 }

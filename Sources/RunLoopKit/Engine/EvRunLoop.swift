@@ -41,6 +41,10 @@ public final class EvRunLoop: Sendable {
     let modeCountChanges = Atomic<UInt64>(0)
     /// The callout running now and the loop's counters (``metrics``), written by its thread only.
     let recorder = LoopRecorder()
+    /// The version-0 step's list of ready sources when several are signalled, kept with its
+    /// capacity between passes so that sorting them allocates nothing (see
+    /// ``performSignalledSources(_:)``). Loop's thread only, hence unsafe and unchecked.
+    @exclusivity(unchecked) nonisolated(unsafe) var readySourcesScratch: [ReadySource] = []
     /// Guards cross-thread ``wakeUp()`` against teardown without taking ``state``: the count of
     /// wake-ups in flight, plus ``wakeGateClosed`` once the loop is dead.
     private let wakeGate = Atomic<Int>(0)

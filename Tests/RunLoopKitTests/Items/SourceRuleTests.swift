@@ -70,6 +70,30 @@ import Testing
         #expect(result == .stopped)
     }
 
+    /// C59, C60: a run nested in the first perform of a pass performs the other signalled
+    /// sources (in order, once each, with sources signalled meanwhile in its own list); the outer
+    /// pass then finds them no longer signalled and skips them. Each pass lists its sources apart
+    /// from the other's, though both reuse the loop's one scratch list.
+    @Test func R33_C60_aRunNestedInAPerformPerformsTheOtherSignalledSourcesOnce() {
+        let log = onLoopThread { loop -> [String] in
+            let log = EventLog<String>()
+            let late = EvSource(order: 0) { log.append("late") }
+            let others = [3, 2].map { order in EvSource(order: order) { log.append("source \(order)") } }
+            let first = EvSource(order: 1) {
+                log.append("source 1")
+                late.signal()  // signalled during the outer pass: only the nested one sees it
+                loop.run(mode: .default, timeout: .zero)
+                log.append("nested run returned")
+            }
+            for source in [first, late] + others { loop.add(source, forMode: .default) }
+            for source in others + [first] { source.signal() }
+            loop.run(mode: .default, timeout: .zero)  // one pass (R25)
+            log.append("outer run returned")
+            return log.all
+        }
+        #expect(log == ["source 1", "late", "source 2", "source 3", "nested run returned", "outer run returned"])
+    }
+
     // MARK: R34
 
     @Test func R34_returnAfterSourceHandledPerformsOnlyTheFirstSource() {
