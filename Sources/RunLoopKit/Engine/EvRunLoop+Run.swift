@@ -77,7 +77,7 @@ extension EvRunLoop {
         // first pass never takes the shortcut below: pending main-queue work is found by the wait.
         var servicedMainQueue = true
         var stopsSeen = run.stopRequestsAtEntry
-        var counts = ModeCountsView()
+        var view = PassView()
         while true {
             recorder.bump(recorder.iterations)
             acceptsWakeUps.store(true, ordering: .sequentiallyConsistent)  // C52: until the wait returns
@@ -94,10 +94,10 @@ extension EvRunLoop {
                 mainQueueHasWork = true
             } else {
                 if !poll { notifyObservers(.beforeWaiting, run) }
-                mainQueueHasWork = sleep(run, poll: poll)
+                mainQueueHasWork = sleep(run, poll: poll, &view)
                 if !poll { notifyObservers(.afterWaiting, run) }
             }
-            if refreshed(&counts, run).hasTimers { fireDueTimers(run) }
+            if refreshed(&view, run).hasTimers { fireDueTimers(run) }
             servicedMainQueue = mainQueueHasWork && run.servicesMainQueue
             if servicedMainQueue {
                 serviceMainQueue()
@@ -106,7 +106,7 @@ extension EvRunLoop {
                 handledSource = true
             }
             performBlocks(run)
-            let mayBeEmpty = !run.servicesMainQueue && !refreshed(&counts, run).hasItems
+            let mayBeEmpty = !run.servicesMainQueue && !refreshed(&view, run).hasItems
             if let result = result(of: run, handledSource: handledSource, mayBeEmpty: mayBeEmpty, stopsSeen: &stopsSeen) { return result }
         }
     }
@@ -121,9 +121,10 @@ extension EvRunLoop {
     /// R20.9, R22: sleeps until the earliest of the mode's next timer and the run's deadline,
     /// a wake-up, a stop, a version-1 source or (main loop) the main queue; with `poll`, only
     /// looks. Returns whether the main queue signalled work.
-    private func sleep(_ run: RunContext, poll: Bool) -> Bool {
+    private func sleep(_ run: RunContext, poll: Bool, _ view: inout PassView) -> Bool {
         if isMain { backend.value.watchMainQueue(run.servicesMainQueue) }
-        let plan: SleepPlan? = state.withLock { state in
+        // A poll takes the lock only to bring the watchers in step.
+        let plan: SleepPlan? = poll && refreshed(&view, run).watchersInStep ? nil : state.withLock { state in
             syncWatchers(for: run.mode, &state)
             // A ready version-1 source (a port with messages) is like a kernel event already there.
             // A run already stopped must not sleep: the wake-up of its stop() may have been taken
@@ -155,17 +156,19 @@ extension EvRunLoop {
         return reasons.contains(.mainQueue) && backend.value.takeMainQueueSignal()
     }
 
-    /// `view`, brought up to date if a mode's counts crossed zero since it was taken.
+    /// `view`, brought up to date if something it holds changed since it was taken.
     @inline(__always)
-    private func refreshed(_ view: inout ModeCountsView, _ run: RunContext) -> ModeCountsView {
-        let changes = modeCountChanges.load(ordering: .acquiring)
+    private func refreshed(_ view: inout PassView, _ run: RunContext) -> PassView {
+        let changes = passViewChanges.load(ordering: .acquiring)
         if changes != view.changesSeen {
             // Read after the count: a change made meanwhile bumps it again and is read next time.
             let modeState = run.modeState
-            (view.hasTimers, view.hasItems) = state.withLock { _ in
-                (modeState.timerCount > 0, modeState.sourceCount > 0 || modeState.timerCount > 0)
+            view = state.withLock { state in
+                PassView(
+                    changesSeen: changes, hasTimers: modeState.timerCount > 0,
+                    hasItems: modeState.sourceCount > 0 || modeState.timerCount > 0,
+                    watchersInStep: state.watches.syncedMode == run.mode)
             }
-            view.changesSeen = changes
         }
         return view
     }
@@ -232,22 +235,23 @@ extension EvRunLoop {
     }
 }
 
-/// What a run knows, without the loop's lock, of whether its mode has timers and whether it has
-/// any source or timer (R16): read under the lock, and valid while
-/// ``EvRunLoop/modeCountChanges`` stays at `changesSeen`. Counts change under the lock, and the
-/// change count with them whenever one crosses zero, so a run that took the lock since a change
-/// (every pass does, before it waits) sees it; a change concurrent with a step is as if made
-/// just after it. A timers step of a mode with no timers, and the end-of-pass check of a mode
-/// that cannot be empty, then skip the lock.
-struct ModeCountsView {
+/// What a run knows without the loop's lock: whether its mode has timers, whether it has any
+/// source or timer (R16), and whether the version-1 watchers are in step with it (R37). Read
+/// under the lock, and valid while ``EvRunLoop/passViewChanges`` stays at `changesSeen`: each of
+/// these changes under the lock and bumps that count with it, so a run that took the lock since
+/// a change (every pass that sleeps does) sees it, and a change concurrent with a step is as if
+/// made just after it. A timers step of a mode with no timers, the end-of-pass check of a mode
+/// that cannot be empty, and a poll with the watchers in step then skip the lock.
+struct PassView {
     var changesSeen = UInt64.max
     var hasTimers = true
     var hasItems = false
+    var watchersInStep = false
 }
 
 extension EvRunLoop {
-    /// A mode's source or timer count crossed zero (see ``ModeCountsView``). Under the lock.
-    func noteModeCountsChanged() {
-        modeCountChanges.wrappingAdd(1, ordering: .releasing)
+    /// Something a ``PassView`` holds changed. Under the lock.
+    func notePassViewChanged() {
+        passViewChanges.wrappingAdd(1, ordering: .releasing)
     }
 }

@@ -48,7 +48,7 @@ extension EvRunLoop {
             guard !joining.isEmpty else { return [] }
             sourceState.loop = self
             for mode in joining { sourceState.modes.append(mode) }
-            for mode in joining where state.modeState(mode).changeSourceCount(by: 1) { noteModeCountsChanged() }
+            for mode in joining where state.modeState(mode).changeSourceCount(by: 1) { notePassViewChanged() }
             let id = ObjectIdentifier(source)
             state.sources[id] = source
             if sourceState.isSignalled {
@@ -63,7 +63,7 @@ extension EvRunLoop {
     func detach(_ source: EvSource, from modes: ModeList, _ state: inout LoopState, _ sourceState: inout SourceState) -> ModeList {
         let leaving = modes.selecting { sourceState.modes.contains($0) }
         sourceState.modes.remove(leaving)
-        for mode in leaving where state.existingModeState(mode)?.changeSourceCount(by: -1) == true { noteModeCountsChanged() }
+        for mode in leaving where state.existingModeState(mode)?.changeSourceCount(by: -1) == true { notePassViewChanged() }
         let id = ObjectIdentifier(source)
         if sourceState.modes.isEmpty, state.commonSources[id] == nil {
             sourceState.loop = nil

@@ -53,7 +53,7 @@ extension EvRunLoop {
             if timerState.loop == nil { timerState.loop = self }
             timerState.modes.append(mode)
             let modeState = state.modeState(mode)
-            if modeState.timerJoined() { noteModeCountsChanged() }
+            if modeState.timerJoined() { notePassViewChanged() }
             let latest = timerState.latestFireDate
             modeState.timers.push(timer, at: timerState.fireDate, latest: latest, sequence: state.nextSequence())
             rearmIfSleeping(for: mode, at: latest, &state)
@@ -72,7 +72,7 @@ extension EvRunLoop {
             reschedule(timer, &timerState, &state)
         }
         for mode in leaving {
-            if state.existingModeState(mode)?.timerLeft() == true { noteModeCountsChanged() }
+            if state.existingModeState(mode)?.timerLeft() == true { notePassViewChanged() }
         }
     }
 

@@ -61,10 +61,11 @@ extension EvRunLoop {
             state.source1s[id] = core
             for mode in joining {
                 let modeState = state.modeState(mode)
-                if modeState.changeSourceCount(by: 1) { noteModeCountsChanged() }
+                if modeState.changeSourceCount(by: 1) { notePassViewChanged() }
                 if case .fileDescriptor = core.kind { modeState.watchedSources[id] = core }
             }
             state.watches.syncedMode = nil
+            notePassViewChanged()
             if core.hasPendingWork() { markReady(core, events: EvBackend.readable, &state, &sourceState) }
         }
     }
@@ -75,10 +76,11 @@ extension EvRunLoop {
         let id = ObjectIdentifier(core)
         sourceState.modes.remove(leaving)
         for mode in leaving {
-            if state.existingModeState(mode)?.changeSourceCount(by: -1) == true { noteModeCountsChanged() }
+            if state.existingModeState(mode)?.changeSourceCount(by: -1) == true { notePassViewChanged() }
             state.existingModeState(mode)?.watchedSources.removeValue(forKey: id)
         }
         state.watches.syncedMode = nil
+        notePassViewChanged()
         if sourceState.modes.isEmpty, state.commonSource1s[id] == nil {
             if case .signal(let signal) = core.kind { SignalOwnership.release(signal, for: self) }
             sourceState.loop = nil

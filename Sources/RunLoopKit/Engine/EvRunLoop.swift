@@ -36,9 +36,10 @@ public final class EvRunLoop: Sendable {
     /// How many times a run was marked stopped, counted under the lock with the mark: a run that
     /// saw the same count before knows, without the lock, that no stop reached it since (R27).
     let stopRequests = Atomic<UInt64>(0)
-    /// How many times a mode went from no sources or no timers to some, or back (see
-    /// ``ModeCountsView``): a run that saw the same count knows its mode's answers still hold.
-    let modeCountChanges = Atomic<UInt64>(0)
+    /// How many times something a run checks without the lock changed (see ``PassView``): a
+    /// mode went from no sources or no timers to some or back, or the version-1 watchers went
+    /// out of step with the mode they were started for.
+    let passViewChanges = Atomic<UInt64>(0)
     /// The callout running now and the loop's counters (``metrics``), written by its thread only.
     let recorder = LoopRecorder()
     /// The version-0 step's list of ready sources when several are signalled, kept with its

@@ -102,7 +102,7 @@ final class ModeState: @unchecked Sendable {
 
     /// Counts sources joining (`delta` > 0) or leaving the mode. Under the loop's lock. Returns
     /// whether the mode went from having none to having some or back: the caller then calls
-    /// ``EvRunLoop/noteModeCountsChanged()``.
+    /// ``EvRunLoop/notePassViewChanged()``.
     func changeSourceCount(by delta: Int) -> Bool {
         let had = sourceCount > 0
         sourceCount += delta

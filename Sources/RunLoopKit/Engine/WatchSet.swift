@@ -42,6 +42,7 @@ extension EvRunLoop {
             startWatcher(id, source, &state)
         }
         state.watches.syncedMode = mode
+        notePassViewChanged()  // runs of other modes now find theirs out of step
     }
 
     /// Starts the watchers of signal sources at once (loop thread), so a signal sent right after
