@@ -96,11 +96,13 @@ enum HelpText {
         footprint: per-loop cost. In a fresh child process per backend, \
         --footprint-loops threads each create a loop, add a source, poll it once, \
         and park. Bare parked threads in another child give the cost of the threads \
-        alone, which is subtracted.
+        alone, which is subtracted. Each child first makes and discards one loop \
+        (the bare child: one thread), so one-time costs such as code pages are in \
+        its baseline, not counted per loop.
           footprint.fds.<N>        open fds per loop (/proc/self/fd), N = 100 1000 4000
           footprint.rss.<N>        resident KiB per loop (/proc/self/statm); grows with N: \
                                    libev sizes each loop's fd table by the highest fd \
-                                   number it watches (near 3 N for the last loop)
+                                   number it watches (near 2 N for the last loop)
           footprint.fdsAfterExit.<N>   fds still open after every thread exited
 
         mainqueue: main-queue latency, DispatchQueue.main.async from another thread \

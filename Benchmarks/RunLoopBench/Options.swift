@@ -192,8 +192,11 @@ struct BenchOptions: ParsableArguments {
         if scenarios.contains(.footprint) {
             notes.append("Footprint grows with the number of loops: libev sizes each loop's descriptor table "
                 + "by the highest descriptor number that loop watches, and with N loops alive the newest "
-                + "loops' descriptors are numbered near 3 N, so the tables add up to O(N²). RunLoopKit's "
-                + "loops are libev loops and grow the same way; CF keeps no per-descriptor table.")
+                + "loops' descriptors are numbered near 2 N, so the tables add up to O(N²). RunLoopKit's "
+                + "loops are libev loops watching one descriptor too (the timerfd comes at a loop's first "
+                + "sleep with a deadline) and grow the same way; CF keeps no per-descriptor table. Each "
+                + "child makes and discards one loop before its baseline, so what the first loop costs once "
+                + "per process (code pages, lazily made runtime state) is not counted per loop.")
         }
         if scenarios.contains(.instructions) {
             notes.append("Instructions: valgrind's callgrind on a strip -g copy of the benchmark, counting "
