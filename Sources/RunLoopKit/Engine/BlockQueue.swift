@@ -68,6 +68,11 @@ struct BlockQueue {
     private var common = Lane()
     private var defaultLane = Lane()
     private var named: [EvRunLoop.Mode: Lane] = [:]
+    /// An empty buffer a step handed back (``recycle(_:)``), given to the next `.common` or
+    /// `.default` lane taken, so a loop that runs a block per step does not allocate per step.
+    private var spare: [Entry] = []
+    /// The largest buffer kept as ``spare``: a burst's buffer is let go.
+    static let spareCapacityLimit = 256
     /// Blocks queued and not yet taken (a block for several modes counts once).
     private(set) var pendingCount = 0
 
@@ -82,6 +87,9 @@ struct BlockQueue {
 
     /// Whether a block for `.common` is pending.
     var hasCommonBlocks: Bool { common.live > 0 }
+
+    /// Whether a block that may run in the default mode (for `.default` or `.common`) is pending.
+    var hasDefaultBlocks: Bool { common.live > 0 || defaultLane.live > 0 }
 
     /// Queues `work` for `modes` (no mode twice); false (and nothing is kept) once the queue is
     /// closed.
@@ -158,17 +166,30 @@ struct BlockQueue {
         return taken
     }
 
+    /// Keeps `buffer`, emptied by a step, for the next lane taken, unless a buffer is kept
+    /// already or it is a large one.
+    mutating func recycle(_ buffer: inout [Entry]) {
+        guard spare.capacity == 0, buffer.isEmpty, buffer.capacity <= Self.spareCapacityLimit else { return }
+        swap(&spare, &buffer)
+    }
+
+    private mutating func takeSpare() -> [Entry] {
+        var taken: [Entry] = []
+        swap(&taken, &spare)
+        return taken
+    }
+
     /// Takes `mode`'s whole lane, claiming its blocks for several modes.
     private mutating func take(_ mode: EvRunLoop.Mode) -> [Entry] {
         var lane: Lane
         if mode == .common {
             guard !common.entries.isEmpty else { return [] }
             lane = common
-            common = Lane()
+            common = Lane(entries: takeSpare())
         } else if mode == .default {
             guard !defaultLane.entries.isEmpty else { return [] }
             lane = defaultLane
-            defaultLane = Lane()
+            defaultLane = Lane(entries: takeSpare())
         } else {
             guard let found = named.removeValue(forKey: mode) else { return [] }
             lane = found

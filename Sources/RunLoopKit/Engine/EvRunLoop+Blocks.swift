@@ -44,11 +44,21 @@ extension EvRunLoop {
     /// Queues `work` for `modes` (no mode twice) under the blocks' lock and sets the hint.
     private func append(_ work: consuming BlockQueue.Work, modes: [Mode]) -> Bool {
         var work = Optional(work)
+        let hints = modes.contains { $0 == .common || $0 == .default } ? Hint.blocks | Hint.defaultBlocks : Hint.blocks
         return pendingBlocks.withLock { queue in
             guard queue.append(work.take()!, modes: modes) else { return false }
-            // Set and cleared only under this lock: while it is held, a set hint stays set.
-            if !hasHint(Hint.blocks) { setHint(Hint.blocks) }
+            // Set and cleared only under this lock: while it is held, set hints stay set.
+            if self.hints.load(ordering: .relaxed) & hints != hints { setHint(hints) }
             return true
+        }
+    }
+
+    /// Clears the hints the queue no longer justifies. Called under the blocks' lock.
+    private func clearBlockHints(_ queue: borrowing BlockQueue) {
+        if queue.isEmpty {
+            clearHint(Hint.blocks | Hint.defaultBlocks)
+        } else if !queue.hasDefaultBlocks {
+            clearHint(Hint.defaultBlocks)
         }
     }
 
@@ -61,7 +71,8 @@ extension EvRunLoop {
     /// run makes three of these calls per pass).
     @inline(__always)
     func performBlocks(_ run: RunContext) {
-        guard hasHint(Hint.blocks) else { return }
+        // Without a block for it, a step of the default mode takes no lock (W19).
+        guard hasHint(run.mode == .default ? Hint.defaultBlocks : Hint.blocks) else { return }
         performPendingBlocks(run)
     }
 
@@ -70,7 +81,7 @@ extension EvRunLoop {
         let isCommon = run.mode == .default || state.withLock { $0.commonModes.contains(run.mode) }
         var (own, common, watchCommon, end) = pendingBlocks.withLock { queue in
             let (own, common) = queue.takeRunnable(in: run.mode, isCommon: isCommon)
-            if queue.isEmpty { clearHint(Hint.blocks) }
+            clearBlockHints(queue)
             return (own, common, !isCommon && queue.hasCommonBlocks, queue.nextSequence)
         }
         var nextOwn = 0
@@ -86,7 +97,7 @@ extension EvRunLoop {
                 common[nextCommon].work.run(on: self)
                 nextCommon += 1
             } else {
-                return
+                break
             }
             guard watchCommon, state.withLock({ $0.commonModes.contains(run.mode) }) else { continue }
             // R15: a block made the running mode common. As CF checks membership block by block,
@@ -95,11 +106,19 @@ extension EvRunLoop {
             watchCommon = false
             common = pendingBlocks.withLock { queue in
                 let joined = queue.takeCommon(scheduledIn: sequence + 1..<end)
-                if queue.isEmpty { clearHint(Hint.blocks) }
+                clearBlockHints(queue)
                 return joined
             }
             nextCommon = 0
         }
+        // The emptied buffer goes back for the next step's blocks (a block per step, an actor
+        // hop, would allocate one per step). The blocks are released first, with no lock held.
+        var buffer = own.capacity >= common.capacity ? own : common
+        own = []
+        common = []
+        guard buffer.capacity > 0 && buffer.capacity <= BlockQueue.spareCapacityLimit else { return }
+        buffer.removeAll(keepingCapacity: true)
+        pendingBlocks.withLock { $0.recycle(&buffer) }
     }
 
     /// R16: no sources, no timers, no pending block for it (observers do not count). Called with

@@ -7,6 +7,10 @@
 enum Hint {
     /// Perform-blocks are pending.
     static let blocks: UInt32 = 1 << 0
+    /// A perform-block that may run in the default mode is pending (one for `.default` or
+    /// `.common`): a blocks step of the default mode skips the lock without it, however many
+    /// blocks wait for other modes (W19).
+    static let defaultBlocks: UInt32 = 1 << 3
     /// A version-0 source is signalled.
     static let signalledSources: UInt32 = 1 << 1
     /// A version-1 source is ready.
