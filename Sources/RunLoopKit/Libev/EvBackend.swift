@@ -122,7 +122,9 @@ final class EvBackend {
             throw Self.creationError("ev_loop_new (epoll_create1)", error)
         }
         close(expected)
-        let flags = UInt32(EVFLAG_NOSIGMASK) | UInt32(EVFLAG_NOENV) | UInt32(EVBACKEND_EPOLL)
+        // NOTIMERFD: libev would make a timerfd of its own (for time jumps, at the first
+        // ev_periodic); the loop's descriptors stay its epoll set, eventfd and timerfd.
+        let flags = UInt32(EVFLAG_NOSIGMASK) | UInt32(EVFLAG_NOENV) | UInt32(EVFLAG_NOTIMERFD) | UInt32(EVBACKEND_EPOLL)
         guard let loop = ev_loop_new(flags) else {
             let error = errno
             wake.closeDescriptor()
@@ -140,9 +142,9 @@ final class EvBackend {
         ev_set_userdata(loop, Unmanaged.passUnretained(self).toOpaque())
         clibev_io_init(wakeWatcher, { loop, watcher, revents in
             guard let loop, let watcher else { return }
-            let backend = EvBackend.of(loop)
-            if revents & EvBackend.failed != 0 { return backend.internalWatcherFailed(watcher) }
-            backend.wake.drain()
+            if revents & EvBackend.failed != 0 { return EvBackend.of(loop).internalWatcherFailed(watcher) }
+            // The watcher holds the eventfd: no lookup of the backend, no retain and release of it.
+            WakeSignal.drain(watcher.pointee.fd)
         }, wake.descriptor, Int32(EV_READ))
         clibev_io_init(deadlineWatcher, { loop, watcher, revents in
             guard let loop, let watcher else { return }

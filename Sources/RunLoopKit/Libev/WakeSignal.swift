@@ -89,9 +89,9 @@ final class WakeSignal: Sendable {
         state.load(ordering: .relaxed) == 0 ? 0 : state.exchange(0, ordering: .acquiringAndReleasing) & ~Self.sleeping
     }
 
-    /// Empties the eventfd after it woke the loop (loop's thread). Errors leave it readable, so
-    /// the loop looks again; they are never fatal.
-    func drain() {
+    /// Empties the eventfd `descriptor` after it woke the loop (loop's thread). Errors leave it
+    /// readable, so the loop looks again; they are never fatal.
+    static func drain(_ descriptor: Int32) {
         var count: UInt64 = 0
         while read(descriptor, &count, 8) < 0 && errno == EINTR {}
     }
