@@ -114,7 +114,8 @@ extension EvRunLoop {
             if state.signalled.count == 1 { return takeOnlySignalled(in: mode, &state) }
             // Several: listed in the loop's scratch array, which keeps its capacity between
             // passes, so that listing and sorting them allocates nothing once it has grown.
-            for source in state.signalled {
+            for slot in 0..<state.signalled.count {
+                let source = state.signalled[slot]
                 source.state.withLock { sourceState in
                     if sourceState.isValid, sourceState.modes.contains(mode) {
                         readySourcesScratch.append(
@@ -148,19 +149,15 @@ extension EvRunLoop {
     /// no release) with its flag cleared, if it is valid and in `mode`; `nil`, leaving it there,
     /// if not.
     private func takeOnlySignalled(in mode: Mode, _ state: inout LoopState) -> EvSource? {
-        let source = state.signalled.removeLast()
-        let taken = source.state.withLock { sourceState in
-            guard sourceState.isSignalled, sourceState.isValid, sourceState.modes.contains(mode) else { return false }
-            sourceState.isSignalled = false  // R33: cleared before the perform
-            return true
+        let taken = state.signalled.takeOnly { source in
+            source.state.withLock { sourceState in
+                guard sourceState.isSignalled, sourceState.isValid, sourceState.modes.contains(mode) else { return false }
+                sourceState.isSignalled = false  // R33: cleared before the perform
+                return true
+            }
         }
-        guard taken else {
-            state.signalled.append(source)  // back in its slot, 0
-            return nil
-        }
-        source.signalledSlot = -1
-        clearHint(Hint.signalledSources)
-        return source
+        if taken != nil { clearHint(Hint.signalledSources) }
+        return taken
     }
 
     /// Clears the source's signalled flag just before its callout, so a signal during the callout

@@ -10,7 +10,7 @@ extension EvRunLoop {
                 sourceState.modes = ModeList()
                 sourceState.loop = nil
                 // Still signalled, it joins the next loop's list when added there (R35).
-                source.signalledSlot = -1
+                state.dequeueSignalled(source)
             }
         }
         // R4: the sources leave the dying loop and keep their own state (a port its queued

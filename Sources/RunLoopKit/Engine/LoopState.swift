@@ -21,10 +21,8 @@ struct LoopState {
     var readySequence: UInt64 = 0
     /// The libev watchers of version-1 sources, kept in step with the running mode (loop thread).
     var watches = WatchSet()
-    /// Signalled version-0 sources bound to this loop and not yet performed (R33, R35), in no
-    /// particular order: each knows its place (``EvSource/signalledSlot``), so joining and
-    /// leaving are O(1) with no hashing (see ``enqueueSignalled(_:)`` and ``dequeueSignalled(_:)``).
-    var signalled: [EvSource] = []
+    /// Signalled version-0 sources bound to this loop and not yet performed (R33, R35).
+    let signalled = SignalledSources()
     /// The runs in progress, innermost last (R9, R27, R58).
     var runs: [RunFrame] = []
     /// The deadline armed in the libev layer while the loop sleeps; `nil` while it is awake.
@@ -138,22 +136,13 @@ final class ModeState: @unchecked Sendable {
 
 extension LoopState {
     /// Puts `source` on the signalled list unless it is there already. Under the loop's lock.
-    mutating func enqueueSignalled(_ source: EvSource) {
-        guard source.signalledSlot < 0 else { return }
-        source.signalledSlot = signalled.count
-        signalled.append(source)
+    func enqueueSignalled(_ source: EvSource) {
+        signalled.insert(source)
     }
 
     /// Takes `source` off the signalled list if it is there (the last entry fills its place).
     /// Under the loop's lock.
-    mutating func dequeueSignalled(_ source: EvSource) {
-        let slot = source.signalledSlot
-        guard slot >= 0 else { return }
-        source.signalledSlot = -1
-        let last = signalled.removeLast()
-        if slot < signalled.count {
-            signalled[slot] = last
-            last.signalledSlot = slot
-        }
+    func dequeueSignalled(_ source: EvSource) {
+        signalled.remove(source)
     }
 }
