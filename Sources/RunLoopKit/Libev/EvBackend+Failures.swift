@@ -82,6 +82,7 @@ extension EvBackend {
         InternalDescriptors.insert([fd])
         state.timerFD = fd
         state.armed = .distantFuture
+        settled.store(state.settled, ordering: .relaxed)
         clibev_io_set(deadlineWatcher, fd, Int32(EV_READ))
         startInternalWatcher(deadlineWatcher)
     }

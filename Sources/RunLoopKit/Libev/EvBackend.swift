@@ -89,6 +89,9 @@ final class EvBackend {
     var seenSystemErrors = 0
     /// The deadline last asked for and what the timerfd holds (see ``DeadlineState``).
     let deadline = Locked<DeadlineState>(DeadlineState())
+    /// ``DeadlineState/settled`` as of the last change under `deadline`'s lock, read without it
+    /// by ``setDeadline(_:)`` to skip an unchanged request (see there).
+    let settled = Atomic<Int64>(DeadlineState().settled)
     /// Arming the timerfd failed (a ``WakeSignal/deadlineChanged`` request was taken, or the
     /// loop's own ``setDeadline(_:)`` failed): ``armFallbackIfNeeded()`` retries or stands in
     /// before the next wait.
@@ -158,7 +161,10 @@ final class EvBackend {
                 while result < 0 && errno == EINTR { result = read(watcher.pointee.fd, &expirations, 8) }
                 // One-shot: expired and read, it is disarmed. A failed read leaves it readable,
                 // still holding the expired date, which is what `armed` says.
-                if result == 8 { state.armed = .distantFuture }
+                if result == 8 {
+                    state.armed = .distantFuture
+                    backend.settled.store(state.settled, ordering: .relaxed)
+                }
             }
             backend.reasons.pointee |= WakeReasons.deadline.rawValue
         }, -1, Int32(EV_READ))
@@ -329,6 +335,14 @@ final class EvBackend {
     /// loop's next wait stands in for it with an `ev_timer`, so no wait sleeps past `deadline`.
     func setDeadline(_ deadline: MonotonicTime) {
         guard !destroyed else { return }
+        // The loop's own sleeps ask for the same deadline again and again (no timer: always
+        // distantFuture): then the lock is not taken either. Relaxed is enough: callers are
+        // serialised by EvRunLoop's lock, so each sees what the one before stored; the only
+        // store outside that lock is the loop's thread marking the timerfd disarmed once it
+        // expired and was read (or the fallback's), and a caller on another thread never asks
+        // for the date already asked for (EvRunLoop re-arms from other threads only for an
+        // earlier one, R44), while the loop's thread sees its own store.
+        if deadline.nanoseconds != DeadlineState.unsettled && settled.load(ordering: .relaxed) == deadline.nanoseconds { return }
         let armed = self.deadline.withLock { state in
             state.requested = deadline
             return arm(deadline, &state)
@@ -346,6 +360,7 @@ final class EvBackend {
     /// for a first finite deadline, before the timerfd is made: only the loop's thread makes it
     /// and gives it to libev (``armFallbackIfNeeded()``).
     func arm(_ deadline: MonotonicTime, _ state: inout DeadlineState) -> Bool {
+        defer { settled.store(state.settled, ordering: .relaxed) }
         if state.armed == deadline { return true }  // also "no timerfd yet" for distantFuture
         guard state.timerFD >= 0 else { return false }
         var spec = itimerspec()
@@ -418,6 +433,14 @@ struct DeadlineState {
     /// The timerfd, or -1 until the first finite deadline made it (see
     /// ``EvBackend/makeTimerDescriptor(_:)``).
     var timerFD: Int32 = -1
+
+    /// ``settled`` when the timerfd does not hold what was asked for (or that is unknown). A
+    /// request for this date itself (the far past, saturated) always takes the lock.
+    static let unsettled = Int64.min
+
+    /// The deadline in nanoseconds when the timerfd holds exactly what was last asked for, else
+    /// ``unsettled``.
+    var settled: Int64 { armed == requested ? requested.nanoseconds : Self.unsettled }
 }
 
 /// `body`'s result, calling it again while it fails with `EINTR`.
