@@ -47,3 +47,34 @@ import Testing
         #expect(cost <= 1000, "runs of the other mode visited \(cost) entries for 1000 blocks that already ran")
     }
 }
+
+/// What a run nested in a block sees of the pending blocks, with a queue per mode (R54, R58, C99).
+@Suite struct NestedBlockStepTests {
+    private static let other = EvRunLoop.Mode("block-nested.other")
+
+    /// C99: the nested run of the same mode sees only blocks scheduled after the outer step began.
+    /// A nested run of another mode runs that mode's pending blocks (R54; CF would not, see
+    /// DifferencesFromCF, "A run nested in a block sees the pending blocks"), but not a block for
+    /// both modes that the outer step already took.
+    @Test func R54_C99_aRunNestedInABlockSeesItsModesBlocksButNotThoseTheOuterStepTook() {
+        let log = onLoopThread { loop -> [String] in
+            let log = EventLog<String>()
+            loop.add(keepAliveTimer(), forMode: .default)
+            loop.add(keepAliveTimer(), forMode: Self.other)
+            loop.perform(inModes: [.default]) {
+                log.append("b1 start")
+                loop.perform(inModes: [.default]) { log.append("b4") }
+                loop.run(mode: Self.other, timeout: .zero)
+                loop.run(mode: .default, timeout: .zero)
+                log.append("b1 end")
+            }
+            loop.perform(inModes: [Self.other]) { log.append("b2") }
+            loop.perform(inModes: [.default]) { log.append("b3") }
+            loop.perform(inModes: [Self.other, .default]) { log.append("b5") }
+            loop.run(mode: .default, timeout: .zero)
+            loop.run(mode: Self.other, timeout: .zero)
+            return log.all
+        }
+        #expect(log == ["b1 start", "b2", "b4", "b1 end", "b3", "b5"])
+    }
+}
