@@ -156,23 +156,6 @@ extension EvRunLoop {
         return reasons.contains(.mainQueue) && backend.value.takeMainQueueSignal()
     }
 
-    /// `view`, brought up to date if something it holds changed since it was taken.
-    @inline(__always)
-    private func refreshed(_ view: inout PassView, _ run: RunContext) -> PassView {
-        let changes = passViewChanges.load(ordering: .acquiring)
-        if changes != view.changesSeen {
-            // Read after the count: a change made meanwhile bumps it again and is read next time.
-            let modeState = run.modeState
-            view = state.withLock { state in
-                PassView(
-                    changesSeen: changes, hasTimers: modeState.timerCount > 0,
-                    hasItems: modeState.sourceCount > 0 || modeState.timerCount > 0,
-                    watchersInStep: state.watches.syncedMode == run.mode)
-            }
-        }
-        return view
-    }
-
     private func requireAlive(_ isDead: Bool) {
         require(!isDead, "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): this loop's thread has exited (R4)")
     }
@@ -195,7 +178,7 @@ extension EvRunLoop {
         return stoppedOrFinished(run)
     }
 
-    /// The lock-taking half of ``result(of:handledSource:stopsSeen:)``.
+    /// The lock-taking half of ``result(of:handledSource:mayBeEmpty:stopsSeen:)``.
     private func stoppedOrFinished(_ run: RunContext) -> RunResult? {
         state.withLock { state in
             if state.runs[run.frame].isStopped { return .stopped }
@@ -232,26 +215,5 @@ extension EvRunLoop {
     @inline(__always)
     func withBackend<Result>(_ body: (EvBackend) -> Result) -> Result {
         Unmanaged.passUnretained(backend.value)._withUnsafeGuaranteedRef(body)
-    }
-}
-
-/// What a run knows without the loop's lock: whether its mode has timers, whether it has any
-/// source or timer (R16), and whether the version-1 watchers are in step with it (R37). Read
-/// under the lock, and valid while ``EvRunLoop/passViewChanges`` stays at `changesSeen`: each of
-/// these changes under the lock and bumps that count with it, so a run that took the lock since
-/// a change (every pass that sleeps does) sees it, and a change concurrent with a step is as if
-/// made just after it. A timers step of a mode with no timers, the end-of-pass check of a mode
-/// that cannot be empty, and a poll with the watchers in step then skip the lock.
-struct PassView {
-    var changesSeen = UInt64.max
-    var hasTimers = true
-    var hasItems = false
-    var watchersInStep = false
-}
-
-extension EvRunLoop {
-    /// Something a ``PassView`` holds changed. Under the lock.
-    func notePassViewChanged() {
-        passViewChanges.wrappingAdd(1, ordering: .releasing)
     }
 }

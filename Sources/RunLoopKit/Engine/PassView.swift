@@ -1,0 +1,37 @@
+/// What a run knows without the loop's lock: whether its mode has timers, whether it has any
+/// source or timer (R16), and whether the version-1 watchers are in step with it (R37). Read
+/// under the lock, and valid while ``EvRunLoop/passViewChanges`` stays at `changesSeen`: each of
+/// these changes under the lock and bumps that count with it, so a run that took the lock since
+/// a change (every pass that sleeps does) sees it, and a change concurrent with a step is as if
+/// made just after it. A timers step of a mode with no timers, the end-of-pass check of a mode
+/// that cannot be empty, and a poll with the watchers in step then skip the lock.
+struct PassView {
+    var changesSeen = UInt64.max
+    var hasTimers = true
+    var hasItems = false
+    var watchersInStep = false
+}
+
+extension EvRunLoop {
+    /// `view`, brought up to date if something it holds changed since it was taken.
+    @inline(__always)
+    func refreshed(_ view: inout PassView, _ run: RunContext) -> PassView {
+        let changes = passViewChanges.load(ordering: .acquiring)
+        if changes != view.changesSeen {
+            // Read after the count: a change made meanwhile bumps it again and is read next time.
+            let modeState = run.modeState
+            view = state.withLock { state in
+                PassView(
+                    changesSeen: changes, hasTimers: modeState.timerCount > 0,
+                    hasItems: modeState.sourceCount > 0 || modeState.timerCount > 0,
+                    watchersInStep: state.watches.syncedMode == run.mode)
+            }
+        }
+        return view
+    }
+
+    /// Something a ``PassView`` holds changed. Under the lock.
+    func notePassViewChanged() {
+        passViewChanges.wrappingAdd(1, ordering: .releasing)
+    }
+}
