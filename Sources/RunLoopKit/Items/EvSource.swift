@@ -46,11 +46,10 @@ public final class EvSource: Sendable {
 
     /// Marks the source as ready to perform. Safe from any thread; does not wake the loop (R22).
     /// Does nothing on an invalidated source (R36).
-    ///
-    /// Each lock is taken once: the source's, and inside it the loop's, only tried, since the lock
-    /// order is the loop's first. If the loop holds its lock (it is awake, in a step), the source
-    /// lets go of its own and queues itself the long way round.
     public func signal() {
+        // Each lock is taken once: the source's, and inside it the loop's, only tried, since the
+        // lock order is the loop's first. If the loop holds its lock (it is awake, in a step), the
+        // source lets go of its own and queues itself the long way round (enqueueSignalled).
         let contended: EvRunLoop? = state.withLock { source in
             guard source.isValid, !source.isSignalled else { return nil }
             source.isSignalled = true
