@@ -117,7 +117,9 @@ extension EvRunLoop {
         own = []
         common = []
         guard buffer.capacity > 0 && buffer.capacity <= BlockQueue.spareCapacityLimit else { return }
-        buffer.removeAll(keepingCapacity: true)
+        // removeAll(keepingCapacity:) goes through replaceSubrange, which costs more than the
+        // few removeLast calls of a small buffer (callgrind: 183 instructions for one entry).
+        while !buffer.isEmpty { buffer.removeLast() }
         pendingBlocks.withLock { $0.recycle(&buffer) }
     }
 

@@ -185,7 +185,7 @@ public final class EvRunLoop: Sendable {
         }
         state.withLock { _ in backend.value.destroy() }
         let dropped = pendingBlocks.withLock { $0.close() }
-        clearHint(Hint.blocks)
+        clearHint(Hint.blocks | Hint.defaultBlocks)
         for work in dropped { work.dropped() }  // released (jobs handed on) with no lock held
         resumeStopWaiters()
         for (source, modes) in cancelled {
