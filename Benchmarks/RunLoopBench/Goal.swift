@@ -9,17 +9,20 @@ enum Goal: Sendable, Equatable {
     case atMost(Double)
     /// RunLoopKit's value strictly below `against`'s value ("< CF").
     case below(BackendID)
+    /// Every one of these ("≤ 1.1× libev, ≤ 0.5× CF"): met when all are, a gap for each one
+    /// missed, unmeasured when one of them could not be compared.
+    case all([Goal])
 
     /// Whether one run met a goal.
     enum Status: Sendable, Equatable {
         case met
         /// Not met; `gap` says what was measured against what was wanted, e.g.
-        /// "1.24× vs ≤ 1.15×" or "36.5 µs vs ≤ 20 µs".
+        /// "1.24× vs ≤ 1.15× libev" or "36.5 µs vs ≤ 20 µs".
         case gap(String)
         /// RunLoopKit, or the backend the goal compares with, was not measured.
         case unmeasured
 
-        /// The table's status cell: "met", "gap 1.24× vs ≤ 1.15×", or "—".
+        /// The table's status cell: "met", "gap 1.24× vs ≤ 1.15× libev", or "—".
         var text: String {
             switch self {
             case .met: "met"
@@ -51,6 +54,7 @@ enum Goal: Sendable, Equatable {
         case .ratioAtLeast(let limit, let against): "≥ \(Self.number(limit))× \(against.shortTitle)"
         case .atMost(let limit): "≤ \(Self.number(limit))\(Self.shownUnit(unit))"
         case .below(let against): "< \(against.shortTitle)"
+        case .all(let goals): goals.map { $0.text(unit: unit) }.joined(separator: ", ")
         }
     }
 
@@ -63,7 +67,7 @@ enum Goal: Sendable, Equatable {
             guard let ratio = figure.ratio(.runloopkit, to: against), ratio.isFinite else { return .unmeasured }
             let atMost = if case .ratioAtMost = self { true } else { false }
             if atMost ? ratio <= limit : ratio >= limit { return .met }
-            return .gap("\(TableReport.format(ratio))× vs \(atMost ? "≤" : "≥") \(Self.number(limit))×")
+            return .gap("\(TableReport.format(ratio))× vs \(atMost ? "≤" : "≥") \(Self.number(limit))× \(against.shortTitle)")
         case .atMost(let limit):
             if value <= limit { return .met }
             let unit = Self.shownUnit(figure.unit)
@@ -74,6 +78,11 @@ enum Goal: Sendable, Equatable {
             let unit = Self.shownUnit(figure.unit)
             return .gap("\(TableReport.format(value))\(unit) vs < \(against.shortTitle)'s "
                 + "\(TableReport.format(other))\(unit)")
+        case .all(let goals):
+            let statuses = goals.map { $0.status(of: figure) }
+            let gaps = statuses.compactMap(\.gap)
+            if !gaps.isEmpty { return .gap(gaps.joined(separator: "; ")) }
+            return statuses.contains(.unmeasured) ? .unmeasured : .met
         }
     }
 

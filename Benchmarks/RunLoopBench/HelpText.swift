@@ -18,7 +18,7 @@ enum HelpText {
         RunLoopKit/libev, RunLoopKit/CF and RunLoopKit/default actor from the same \
         run, then the issue's goal for RunLoopKit and its status in this run: "met", \
         or the gap, what was measured against what is wanted (for example "gap \
-        1.24× vs ≤ 1.15×", "gap 36.5 µs vs ≤ 20 µs"); --json has them as met and \
+        1.24× vs ≤ 1.15× libev", "gap 36.5 µs vs ≤ 20 µs"); --json has them as met and \
         gap. "—" marks a backend with no equivalent or a value not measured. \
         Times come from clock_gettime(CLOCK_MONOTONIC), read in every thread involved; \
         latencies are percentiles of an HDR histogram (3 significant digits).

@@ -214,7 +214,7 @@ struct InstructionsScenario {
     ]
 
     private static let goals: [InstructionOperation: Goal] = [
-        .wakeup: .ratioAtMost(1.5, against: .libev),
+        .wakeup: .all([.ratioAtMost(1.5, against: .libev), .below(.cf), .below(.nio)]),
         .perform: .ratioAtMost(1.5, against: .libev),
         .actorhop: .ratioAtMost(1, against: .nio),
     ]

@@ -2,7 +2,7 @@ import Foundation
 
 /// The machine-readable form of a run (`--json PATH`): every figure with its value per backend,
 /// the RunLoopKit ratios and, where the issue sets a goal, whether this run met it (`met`) and
-/// otherwise by how much (`gap`, e.g. "1.24× vs ≤ 1.15×"), plus the run's context and notes.
+/// otherwise by how much (`gap`, e.g. "1.24× vs ≤ 1.15× libev"), plus the run's context and notes.
 struct JSONReport: Encodable {
     struct Entry: Encodable {
         let id: String

@@ -27,7 +27,7 @@ struct PerformScenario {
         }
         var figure = Figure(id: "perform.rate", scenario: "perform",
                             label: "perform throughput (median)", unit: "M items/s",
-                            better: .higher, goal: .ratioAtLeast(2, against: .cf))
+                            better: .higher, goal: .all([.ratioAtLeast(0.9, against: .libev), .ratioAtLeast(6, against: .cf)]))
         for (backend, values) in rates { figure.values[backend] = median(values) / 1e6 }
         return [figure]
     }
