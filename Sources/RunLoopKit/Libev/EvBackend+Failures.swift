@@ -58,18 +58,20 @@ extension EvBackend {
             if state.timerFD < 0 && state.requested != .distantFuture { makeTimerDescriptor(&state) }
             return arm(state.requested, &state) ? nil : state.requested
         }
-        if fallbackTimerActive {
+        if fallbackTimerActive, let fallbackTimer {
             ev_timer_stop(loop, fallbackTimer)
             fallbackTimerActive = false
         }
         guard let unarmed, unarmed != .distantFuture else { return }
         let remaining = max(0, Double(unarmed.nanoseconds &- MonotonicTime.now().nanoseconds) / 1e9)
         ev_now_update(loop)
-        clibev_timer_init(fallbackTimer, { loop, _, _ in
+        let timer = fallbackTimer ?? .allocate(capacity: 1)
+        fallbackTimer = timer
+        clibev_timer_init(timer, { loop, _, _ in
             guard let loop else { return }
             EvBackend.of(loop).reasons.pointee |= WakeReasons.deadline.rawValue
         }, remaining, 0)
-        ev_timer_start(loop, fallbackTimer)
+        ev_timer_start(loop, timer)
         fallbackTimerActive = true
     }
 
@@ -83,8 +85,29 @@ extension EvBackend {
         state.timerFD = fd
         state.armed = .distantFuture
         settled.store(state.settled, ordering: .relaxed)
-        clibev_io_set(deadlineWatcher, fd, Int32(EV_READ))
-        startInternalWatcher(deadlineWatcher)
+        // Made once: the timerfd stays until the loop is destroyed.
+        let watcher = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
+        clibev_io_init(watcher, { loop, watcher, revents in
+            guard let loop, let watcher else { return }
+            let backend = EvBackend.of(loop)
+            if revents & EvBackend.failed != 0 { return backend.internalWatcherFailed(watcher) }
+            backend.deadline.withLock { state in
+                // Read under the lock: another thread's re-arm (R44) then either came before the
+                // read (and the read sees the new setting) or after it (and is what is armed).
+                var expirations: UInt64 = 0
+                var result = read(watcher.pointee.fd, &expirations, 8)
+                while result < 0 && errno == EINTR { result = read(watcher.pointee.fd, &expirations, 8) }
+                // One-shot: expired and read, it is disarmed. A failed read leaves it readable,
+                // still holding the expired date, which is what `armed` says.
+                if result == 8 {
+                    state.armed = .distantFuture
+                    backend.settled.store(state.settled, ordering: .relaxed)
+                }
+            }
+            backend.reasons.pointee |= WakeReasons.deadline.rawValue
+        }, fd, Int32(EV_READ))
+        deadlineWatcher = watcher
+        startInternalWatcher(watcher)
     }
 
     /// A blocking `ev_run` returned with nothing: libev's minute is up, or `epoll_wait` failed

@@ -56,10 +56,11 @@ final class EvBackend {
     /// Wakes the loop from other threads and from signal handlers (``SignalRouting``).
     let wake: WakeSignal
     private let wakeWatcher: UnsafeMutablePointer<ev_io>
-    /// The timerfd's watcher, started when the timerfd is made (``makeTimerDescriptor(_:)``).
-    let deadlineWatcher: UnsafeMutablePointer<ev_io>
-    /// Stands in for the timerfd while it cannot be armed (see ``setDeadline(_:)``).
-    let fallbackTimer: UnsafeMutablePointer<ev_timer>
+    /// The timerfd's watcher, made with the timerfd (``makeTimerDescriptor(_:)``).
+    @exclusivity(unchecked) var deadlineWatcher: UnsafeMutablePointer<ev_io>?
+    /// Stands in for the timerfd while it cannot be armed or made (see ``setDeadline(_:)``),
+    /// allocated at its first use: a loop that never needs it costs no allocation for it.
+    @exclusivity(unchecked) var fallbackTimer: UnsafeMutablePointer<ev_timer>?
     /// libev's epoll descriptor, or -1 if it could not be told (see ``backendDescriptor(expected:holding:)``).
     private var backendFD: Int32 = -1
     /// Set by the watcher callbacks during `ev_run`; read and cleared by `wait`.
@@ -138,8 +139,6 @@ final class EvBackend {
         reasons = .allocate(capacity: 1)
         reasons.initialize(to: 0)
         wakeWatcher = .allocate(capacity: 1)
-        deadlineWatcher = .allocate(capacity: 1)
-        fallbackTimer = .allocate(capacity: 1)
         InternalDescriptors.insert([wake.descriptor])
 
         ev_set_userdata(loop, Unmanaged.passUnretained(self).toOpaque())
@@ -149,26 +148,6 @@ final class EvBackend {
             // The watcher holds the eventfd: no lookup of the backend, no retain and release of it.
             WakeSignal.drain(watcher.pointee.fd)
         }, wake.descriptor, Int32(EV_READ))
-        clibev_io_init(deadlineWatcher, { loop, watcher, revents in
-            guard let loop, let watcher else { return }
-            let backend = EvBackend.of(loop)
-            if revents & EvBackend.failed != 0 { return backend.internalWatcherFailed(watcher) }
-            backend.deadline.withLock { state in
-                // Read under the lock: another thread's re-arm (R44) then either came before the
-                // read (and the read sees the new setting) or after it (and is what is armed).
-                var expirations: UInt64 = 0
-                var result = read(watcher.pointee.fd, &expirations, 8)
-                while result < 0 && errno == EINTR { result = read(watcher.pointee.fd, &expirations, 8) }
-                // One-shot: expired and read, it is disarmed. A failed read leaves it readable,
-                // still holding the expired date, which is what `armed` says.
-                if result == 8 {
-                    state.armed = .distantFuture
-                    backend.settled.store(state.settled, ordering: .relaxed)
-                }
-            }
-            backend.reasons.pointee |= WakeReasons.deadline.rawValue
-        }, -1, Int32(EV_READ))
-        clibev_timer_init(fallbackTimer, nil, 0, 0)
         startInternalWatcher(wakeWatcher)
 
         // libev calls epoll_ctl for new watchers inside its next ev_run: make that happen now, so
@@ -305,7 +284,7 @@ final class EvBackend {
                 if block { checkPollFailures() }
             }
         }
-        if fallbackTimerActive {
+        if fallbackTimerActive, let fallbackTimer {
             ev_timer_stop(loop, fallbackTimer)
             fallbackTimerActive = false
         }
@@ -384,9 +363,9 @@ final class EvBackend {
             ev_io_stop(loop, mainQueueWatcher)
             mainQueueWatcher.deallocate()
         }
-        ev_io_stop(loop, deadlineWatcher)
+        if let deadlineWatcher { ev_io_stop(loop, deadlineWatcher) }
         ev_io_stop(loop, wakeWatcher)
-        ev_timer_stop(loop, fallbackTimer)
+        if let fallbackTimer { ev_timer_stop(loop, fallbackTimer) }
         let timerFD = deadline.withLock { state in
             defer { state.timerFD = -1 }
             return state.timerFD
@@ -396,8 +375,8 @@ final class EvBackend {
         if timerFD >= 0 { close(timerFD) }
         wake.closeDescriptor()
         wakeWatcher.deallocate()
-        deadlineWatcher.deallocate()
-        fallbackTimer.deallocate()
+        deadlineWatcher?.deallocate()
+        fallbackTimer?.deallocate()
         reasons.deallocate()
     }
 
