@@ -90,7 +90,7 @@ extension EvRunLoop {
             let mainQueueHasWork: Bool
             if run.servicesMainQueue && !servicedMainQueue && backend.value.takeMainQueueSignal() {
                 // R20.7, C114: straight to handling, no sleep; wake-ups end here as after a wait.
-                acceptsWakeUps.store(false, ordering: .sequentiallyConsistent)
+                stopAcceptingWakeUps()
                 mainQueueHasWork = true
             } else {
                 if !poll { notifyObservers(.beforeWaiting, run) }
@@ -138,7 +138,7 @@ extension EvRunLoop {
             let asleepSince = recorder.sleepBegins()
             reasons = withBackend { $0.wait(poll: false) }
             recorder.sleepEnds(asleepSince)
-            acceptsWakeUps.store(false, ordering: .sequentiallyConsistent)  // C52: the post-wait half
+            stopAcceptingWakeUps()  // C52: the post-wait half
             let earlyFor: MonotonicTime? = state.withLock { state in
                 // Re-armed meanwhile for a timer re-dated or added from another thread (R44): that
                 // timer is due now, and the planned one may be far off; nothing to wait out.
@@ -150,10 +150,21 @@ extension EvRunLoop {
             waiting.store(false, ordering: .releasing)
         } else {
             reasons = withBackend { $0.wait(poll: true) }
-            acceptsWakeUps.store(false, ordering: .sequentiallyConsistent)  // C52: a poll counts as the wait
+            stopAcceptingWakeUps()  // C52: a poll counts as the wait
         }
         if backend.value.hasReady { collectReadiness() }
         return reasons.contains(.mainQueue) && backend.value.takeMainQueueSignal()
+    }
+
+    /// C52: the pass's wait has returned, and wake-ups are dropped until the next pass begins.
+    /// A release store, not a sequentially consistent one (a locked instruction on x86-64, on
+    /// the path from a wake-up to its callout): only the store at a pass's start pairs with
+    /// ``wakeUp()``'s load to order work posted before it. A wake-up made between the wait's
+    /// return and this store reaches the libev layer whatever the ordering (as in CF); a
+    /// weaker store only lets one made a few nanoseconds later do the same.
+    @inline(__always)
+    private func stopAcceptingWakeUps() {
+        acceptsWakeUps.store(false, ordering: .releasing)
     }
 
     private func requireAlive(_ isDead: Bool) {
