@@ -89,9 +89,19 @@ struct DescriptorSnapshot {
 
     /// Descriptors open now and not in `earlier`, except those watched by an epoll instance that
     /// was already open in `earlier` (libdispatch's).
+    /// A file unlinked while open keeps its descriptor, and its link gains " (deleted)": the same
+    /// descriptor, not a new one. (Another test's files, inherited by this child process without
+    /// close-on-exec and deleted by the parent meanwhile, looked opened.)
     func opened(since earlier: DescriptorSnapshot) -> [Int32: String] {
         let explained = epollTargets.filter { earlier.kinds[$0.key] == kinds[$0.key] }.values.reduce(into: Set<Int32>()) { $0.formUnion($1) }
-        return kinds.filter { fd, kind in earlier.kinds[fd] != kind && !explained.contains(fd) }
+        return kinds.filter { fd, kind in !Self.sameOpenFile(earlier.kinds[fd], kind) && !explained.contains(fd) }
+    }
+
+    private static func sameOpenFile(_ earlier: String?, _ now: String) -> Bool {
+        guard let earlier else { return false }
+        let deleted = " (deleted)"
+        let strip = { (kind: String) in kind.hasSuffix(deleted) ? String(kind.dropLast(deleted.count)) : kind }
+        return strip(earlier) == strip(now)
     }
 
     /// The descriptors open in this snapshot that a run loop owns, found positively: those that
