@@ -10,8 +10,12 @@ extension EvRunLoop {
             timer.state.withLock { timerState in
                 guard timerState.isValid else { return }
                 // R12: even if it is a common item already, it joins every common mode it left since.
-                if mode == .common { state.commonTimers[ObjectIdentifier(timer)] = timer }
-                attach(timer, to: state.expand(mode), &state, &timerState)
+                if mode == .common {
+                    state.commonTimers[ObjectIdentifier(timer)] = timer
+                    attach(timer, to: state.expand(mode), &state, &timerState)
+                } else {
+                    attach(timer, to: mode, &state, &timerState)
+                }
             }
         }
     }
@@ -46,18 +50,27 @@ extension EvRunLoop {
     }
 
     private func attach(_ timer: EvTimer, to modes: ModeList, _ state: inout LoopState, _ timerState: inout TimerState) {
-        require(
-            timerState.loop == nil || timerState.loop === self,
-            "EvRunLoop.add(_:forMode:): this EvTimer is already scheduled in another run loop; a timer belongs to one loop (R39)")
-        for mode in modes where !timerState.modes.contains(mode) {
-            if timerState.loop == nil { timerState.loop = self }
-            timerState.modes.append(mode)
-            let modeState = state.modeState(mode)
-            if modeState.timerJoined() { notePassViewChanged() }
-            let latest = timerState.latestFireDate
-            modeState.timers.push(timer, at: timerState.fireDate, latest: latest, sequence: state.nextSequence())
-            rearmIfSleeping(for: mode, at: latest, &state)
+        for mode in modes { attach(timer, to: mode, &state, &timerState) }
+    }
+
+    /// Adds the timer to one mode (not ``Mode/common``): what `add(_:forMode:)` does for a named
+    /// mode, without building a list of one.
+    private func attach(_ timer: EvTimer, to mode: Mode, _ state: inout LoopState, _ timerState: inout TimerState) {
+        if timerState.loop == nil {
+            timerState.loop = self
+        } else {
+            require(
+                timerState.loop === self,
+                "EvRunLoop.add(_:forMode:): this EvTimer is already scheduled in another run loop; a timer belongs to one loop (R39)")
         }
+        guard !timerState.modes.contains(mode) else { return }
+        timerState.modes.append(mode)
+        let modeState = state.modeState(mode)
+        unowned(unsafe) let borrowed = modeState  // modes live as long as their loop (R7)
+        if borrowed.timerJoined() { notePassViewChanged() }
+        let latest = timerState.latestFireDate
+        borrowed.timers.push(timer, at: timerState.fireDate, latest: latest, sequence: state.nextSequence())
+        rearmIfSleeping(for: mode, at: latest, &state)
     }
 
     func detach(_ timer: EvTimer, from modes: ModeList, _ state: inout LoopState, _ timerState: inout TimerState) {
@@ -71,16 +84,26 @@ extension EvRunLoop {
         } else {
             reschedule(timer, &timerState, &state)
         }
-        for mode in leaving {
-            if state.existingModeState(mode)?.timerLeft() == true { notePassViewChanged() }
-        }
+        for mode in leaving { timerLeft(mode, &state) }
     }
 
+    /// Takes `timer` out of every mode and the common items: invalidation and a one-shot's fire
+    /// (R43, R45). Its list of modes is handed over whole, with nothing to select or rebuild.
     func detachEverywhere(_ timer: EvTimer, _ state: inout LoopState, _ timerState: inout TimerState) {
         if !state.commonTimers.isEmpty { state.commonTimers.removeValue(forKey: ObjectIdentifier(timer)) }
-        detach(timer, from: timerState.modes, &state, &timerState)
         timer.invalidateHeapEntries()
         timerState.loop = nil
+        let leaving = timerState.modes
+        timerState.modes = ModeList()
+        for mode in leaving { timerLeft(mode, &state) }
+    }
+
+    /// Counts a timer out of `mode`. The mode's state is borrowed, not retained: modes live as
+    /// long as their loop (R7), and the loop's state is held exclusively here.
+    private func timerLeft(_ mode: Mode, _ state: inout LoopState) {
+        guard let modeState = state.existingModeState(mode) else { return }
+        unowned(unsafe) let borrowed = modeState
+        if borrowed.timerLeft() { notePassViewChanged() }
     }
 
     /// The timer's fire date or modes changed: every older heap entry becomes stale and the timer

@@ -95,8 +95,9 @@ struct RunFrame {
 /// lookup by name, and touches it under the lock.
 final class ModeState: @unchecked Sendable {
     let mode: EvRunLoop.Mode
-    private(set) var sourceCount = 0
-    private(set) var timerCount = 0
+    // Unchecked for the reason given at `timers`: the loop's lock already excludes every other access.
+    @exclusivity(unchecked) private(set) var sourceCount = 0
+    @exclusivity(unchecked) private(set) var timerCount = 0
 
     /// Counts sources joining (`delta` > 0) or leaving the mode. Under the loop's lock. Returns
     /// whether the mode went from having none to having some or back: the caller then calls

@@ -83,8 +83,16 @@ struct TimerHeap {
     }
 
     /// Drops every stale entry when they outnumber `liveCount` (amortised O(1) per cancel).
+    /// Only the check is inlined: a call on every cancel would make the caller keep its mode
+    /// state retained across it.
+    @inline(__always)
     mutating func compactIfMostlyStale(liveCount: Int) {
         guard entries.count > 2 * liveCount + 64 else { return }
+        compact()
+    }
+
+    @inline(never)
+    private mutating func compact() {
         entries.removeAll { !$0.isLive }
         guard entries.count > 1 else { return }
         for index in stride(from: (entries.count - 2) / 4, through: 0, by: -1) { siftDown(index) }

@@ -121,6 +121,9 @@ public final class EvTimer: Sendable {
     /// Stops the timer for good: it is removed from every mode and never fires again (R45).
     /// Safe from any thread, including from its own handler.
     public func invalidate() {
+        // The common case, a timer cancelled on its own loop's thread: that loop is alive while
+        // its thread runs, so it needs no retain, and the timer's lock is taken once.
+        if let current = ThreadRegistry.existingLoop(), invalidate(boundTo: current) { return }
         withItemAndLoopLocked(
             state,
             bound: { loop, loopState, timer in
@@ -128,6 +131,18 @@ public final class EvTimer: Sendable {
                 timer.isValid = false
             },
             unbound: { $0.isValid = false })
+    }
+
+    /// Invalidates the timer if it is scheduled in `loop`; false (and nothing done) if it is not.
+    private func invalidate(boundTo loop: EvRunLoop) -> Bool {
+        loop.state.withLock { loopState in
+            state.withLock { timer in
+                guard timer.loop === loop else { return false }
+                loop.detachEverywhere(self, &loopState, &timer)
+                timer.isValid = false
+                return true
+            }
+        }
     }
 
     private func setFireDate(_ date: MonotonicTime) {
