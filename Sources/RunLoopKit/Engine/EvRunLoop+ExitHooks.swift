@@ -3,8 +3,10 @@
 /// loop that is gone.
 ///
 /// A hook runs once, on the exiting thread, after the loop's items have been detached and its
-/// pending blocks dropped, with no lock held. Registering on a loop whose thread has already
-/// exited fails, so the caller handles that case itself, at once.
+/// pending blocks dropped, with no lock held. Registering succeeds until the hooks are run at
+/// the very end of the teardown, so a hook registered while the teardown is under way still
+/// runs once it is complete; registering after that fails, and the caller handles the exit
+/// itself, at once.
 extension EvRunLoop {
     /// Identifies a registered exit hook, for ``removeExitHook(_:)``.
     struct ExitHookID: Hashable, Sendable {
@@ -15,6 +17,8 @@ extension EvRunLoop {
     struct ExitHooks {
         private var hooks: [UInt64: @Sendable () -> Void] = [:]
         private var nextID: UInt64 = 0
+        /// The hooks were taken to run: none can be added any more.
+        fileprivate private(set) var isClosed = false
 
         fileprivate mutating func add(_ hook: @escaping @Sendable () -> Void) -> ExitHookID {
             defer { nextID += 1 }
@@ -28,18 +32,20 @@ extension EvRunLoop {
 
         /// Every hook, in registration order, leaving none.
         fileprivate mutating func takeAll() -> [@Sendable () -> Void] {
-            defer { hooks = [:] }
+            defer { hooks = [:]; isClosed = true }
             return hooks.sorted { $0.key < $1.key }.map(\.value)
         }
     }
 
     /// Registers `hook` to run once when this loop's thread exits. Safe from any thread.
     ///
-    /// - Returns: the hook's id, or `nil` when the thread has already exited (the hook is then
-    ///   not kept and never runs).
+    /// - Returns: the hook's id, or `nil` when the thread has exited and its teardown is over
+    ///   (the hook is then not kept and never runs).
     func addExitHook(_ hook: @escaping @Sendable () -> Void) -> ExitHookID? {
         state.withLock { state in
-            guard !state.isDead else { return nil }
+            // Not `isDead`, set when the teardown begins: a hook added meanwhile runs at its end,
+            // so that whoever waits on it knows the teardown is complete.
+            guard !state.exitHooks.isClosed else { return nil }
             return state.exitHooks.add(hook)
         }
     }
@@ -52,8 +58,8 @@ extension EvRunLoop {
         withExtendedLifetime(removed) {}
     }
 
-    /// Runs every registered hook (teardown, on the exiting thread, after ``LoopState/isDead``
-    /// was set, so no hook can be added any more).
+    /// Runs every registered hook (the end of the teardown, on the exiting thread); no hook can
+    /// be added after this.
     func runExitHooks() {
         let hooks = state.withLock { $0.exitHooks.takeAll() }
         for hook in hooks { hook() }
