@@ -27,16 +27,25 @@ import Testing
         let folder = FileManager.default.temporaryDirectory
         let outputFile = folder.appendingPathComponent("harness-\(UUID().uuidString).out")
         let errorFile = folder.appendingPathComponent("harness-\(UUID().uuidString).err")
-        for file in [outputFile, errorFile] { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
         defer { for file in [outputFile, errorFile] { try? FileManager.default.removeItem(at: file) } }
-        let outputHandle = try FileHandle(forWritingTo: outputFile)
-        let errorHandle = try FileHandle(forWritingTo: errorFile)
+        // Close-on-exec: the child gets them as its standard output and error only; any other
+        // process a parallel test starts meanwhile must not inherit them (it would count them
+        // among its descriptors).
+        let outputHandle = try Self.createForWriting(outputFile)
+        let errorHandle = try Self.createForWriting(errorFile)
         defer { try? outputHandle.close(); try? errorHandle.close() }
         process.standardOutput = outputHandle
         process.standardError = errorHandle
         try process.run()
         process.waitUntilExit()
         return (process.terminationStatus, try contents(of: outputFile), try contents(of: errorFile))
+    }
+
+    /// A new empty file at `file`, open for writing with close-on-exec.
+    private static func createForWriting(_ file: URL) throws -> FileHandle {
+        let descriptor = open(file.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
     }
 
     /// A file's text, read through a `FileHandle`: `String(contentsOf:)` leaks its 4 KiB buffer on
