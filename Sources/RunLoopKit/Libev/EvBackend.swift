@@ -65,7 +65,7 @@ final class EvBackend {
     private var backendFD: Int32 = -1
     /// Set by the watcher callbacks during `ev_run`; read and cleared by `wait`.
     let reasons: UnsafeMutablePointer<UInt32>
-    private var destroyed = false
+    private(set) var destroyed = false
     /// Watchers of version-1 sources, by token (see EvBackend+Watchers.swift).
     var watchers: [Int: Watcher] = [:]
     var nextWatcherToken = 0
@@ -171,77 +171,6 @@ final class EvBackend {
         if backendFD >= 0 { InternalDescriptors.insert([backendFD]) }
     }
 
-    /// libev's epoll descriptor: `expected` (the lowest free number just before `ev_loop_new`)
-    /// if the epoll instance behind that number watches this loop's wake-up eventfd `wake`, which
-    /// only libev's epoll set of this loop can (no source may watch a loop's own descriptor).
-    /// Another thread may have taken that number in between (another loop's epoll set, say): then
-    /// -1, and this loop's epoll descriptor stays unknown to ``InternalDescriptors`` rather than
-    /// a number that belongs to someone else being refused to every caller.
-    ///
-    /// Without a heap allocation (a stack buffer, bytes parsed by hand): every loop makes this
-    /// call, and what its thread allocates and frees here would stay resident in that thread's
-    /// malloc arena.
-    private static func backendDescriptor(expected: Int32, holding wake: Int32) -> Int32 {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 512) { buffer -> Int32 in
-            // "/proc/self/fdinfo/<expected>", NUL-terminated.
-            var length = 0
-            let prefix: StaticString = "/proc/self/fdinfo/"
-            prefix.withUTF8Buffer { bytes in
-                for byte in bytes { buffer[length] = byte; length += 1 }
-            }
-            length += writeDecimal(expected, into: UnsafeMutableBufferPointer(rebasing: buffer[length...]))
-            buffer[length] = 0
-            let file = buffer.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_RDONLY | O_CLOEXEC) }
-            guard file >= 0 else { return -1 }
-            defer { close(file) }
-            // One read: libev's set watches one descriptor yet, well within the buffer. A set
-            // that someone else's thread made at this number may be cut short: then the
-            // eventfd is not found, and -1 is the safe answer.
-            var count = read(file, buffer.baseAddress, buffer.count)
-            while count < 0 && errno == EINTR { count = read(file, buffer.baseAddress, buffer.count) }
-            guard count > 0 else { return -1 }
-            // An epoll instance lists each watched descriptor as "tfd: <spaces><number> events: …".
-            let tag: StaticString = "tfd:"
-            var lineStart = 0
-            while lineStart < count {
-                var lineEnd = lineStart
-                while lineEnd < count && buffer[lineEnd] != UInt8(ascii: "\n") { lineEnd += 1 }
-                let isTarget = lineEnd - lineStart > tag.utf8CodeUnitCount
-                    && tag.withUTF8Buffer { tagBytes in tagBytes.indices.allSatisfy { buffer[lineStart + $0] == tagBytes[$0] } }
-                if isTarget {
-                    var index = lineStart + tag.utf8CodeUnitCount
-                    while index < lineEnd && buffer[index] == UInt8(ascii: " ") { index += 1 }
-                    var number: Int32 = 0
-                    var digits = 0
-                    while index < lineEnd, buffer[index] >= UInt8(ascii: "0"), buffer[index] <= UInt8(ascii: "9"), digits < 10 {
-                        number = number &* 10 &+ Int32(buffer[index] - UInt8(ascii: "0"))
-                        index += 1
-                        digits += 1
-                    }
-                    if digits > 0 && number == wake { return expected }
-                }
-                lineStart = lineEnd + 1
-            }
-            return -1
-        }
-    }
-
-    /// Writes `value` (not negative) in decimal at the start of `buffer`; returns how many bytes.
-    private static func writeDecimal(_ value: Int32, into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
-        var digits = 0
-        var rest = value
-        repeat {
-            digits += 1
-            rest /= 10
-        } while rest > 0
-        rest = value
-        for index in stride(from: digits - 1, through: 0, by: -1) {
-            buffer[index] = UInt8(ascii: "0") + UInt8(rest % 10)
-            rest /= 10
-        }
-        return digits
-    }
-
     /// The error for a failed creation call: out of descriptors, or the call and `errno` named.
     private static func creationError(_ call: String, _ error: Int32) -> EvRunLoopError {
         error == EMFILE || error == ENFILE
@@ -309,50 +238,6 @@ final class EvBackend {
         fatalError("EvRunLoop.wakeUp(): cannot write the loop's eventfd: \(describe(errno: errno))")
     }
 
-    /// Arms the deadline (absolute, `CLOCK_MONOTONIC`); ``MonotonicTime/distantFuture`` disarms it.
-    /// A deadline the timerfd already holds costs no system call. If the timerfd refuses, the
-    /// loop's next wait stands in for it with an `ev_timer`, so no wait sleeps past `deadline`.
-    func setDeadline(_ deadline: MonotonicTime) {
-        guard !destroyed else { return }
-        // The loop's own sleeps ask for the same deadline again and again (no timer: always
-        // distantFuture): then the lock is not taken either. Relaxed is enough: callers are
-        // serialised by EvRunLoop's lock, so each sees what the one before stored; the only
-        // store outside that lock is the loop's thread marking the timerfd disarmed once it
-        // expired and was read (or the fallback's), and a caller on another thread never asks
-        // for the date already asked for (EvRunLoop re-arms from other threads only for an
-        // earlier one, R44), while the loop's thread sees its own store.
-        if deadline.nanoseconds != DeadlineState.unsettled && settled.load(ordering: .relaxed) == deadline.nanoseconds { return }
-        let armed = self.deadline.withLock { state in
-            state.requested = deadline
-            return arm(deadline, &state)
-        }
-        guard !armed else { return }
-        // A request bit: the loop (asleep or about to sleep) does not block, takes it, and stands
-        // in for the timerfd before its next wait. From the loop's own thread it is taken before
-        // any sleep too (``WakeSignal/beginSleep()`` sees it).
-        wake.request(WakeSignal.deadlineChanged)
-    }
-
-    /// Sets the timerfd to `deadline` unless it holds it already (caller holds `deadline`'s
-    /// lock and passes its state). Returns false when `timerfd_settime` failed; what the timerfd
-    /// holds is then unknown, so the next call sets it whatever it asks for. Returns false too
-    /// for a first finite deadline, before the timerfd is made: only the loop's thread makes it
-    /// and gives it to libev (``armFallbackIfNeeded()``).
-    func arm(_ deadline: MonotonicTime, _ state: inout DeadlineState) -> Bool {
-        defer { settled.store(state.settled, ordering: .relaxed) }
-        if state.armed == deadline { return true }  // also "no timerfd yet" for distantFuture
-        guard state.timerFD >= 0 else { return false }
-        var spec = itimerspec()
-        if deadline != .distantFuture {
-            let ns = max(deadline.nanoseconds, 1)  // zero would disarm; the past fires at once
-            spec.it_value.tv_sec = Int(ns / 1_000_000_000)
-            spec.it_value.tv_nsec = Int(ns % 1_000_000_000)
-        }
-        let armed = retryingEINTR { timerfd_settime(state.timerFD, Int32(TFD_TIMER_ABSTIME), &spec, nil) } == 0
-        state.armed = armed ? deadline : nil
-        return armed
-    }
-
     /// Destroys the libev loop and closes every descriptor. Idempotent.
     func destroy() {
         guard !destroyed else { return }
@@ -397,29 +282,6 @@ final class EvBackend {
         if requests & WakeSignal.signalArrived != 0 { collectSignals() }
         if requests & WakeSignal.deadlineChanged != 0 { deadlineUnarmed = true }
     }
-}
-
-/// The deadline as ``EvBackend/setDeadline(_:)`` asked for it and as the timerfd holds it, under
-/// ``EvBackend/deadline``'s lock (any thread may arm, R44, C75).
-struct DeadlineState {
-    /// The deadline last asked for.
-    var requested: MonotonicTime = .distantFuture
-    /// What the timerfd holds: ``MonotonicTime/distantFuture`` when disarmed (as made, or after
-    /// it expired and was read: it is one-shot), `nil` when unknown (`timerfd_settime` failed).
-    /// An expired timerfd not read yet still holds its date: it is readable, as it would be
-    /// if armed again for that date. No timerfd yet counts as disarmed.
-    var armed: MonotonicTime? = .distantFuture
-    /// The timerfd, or -1 until the first finite deadline made it (see
-    /// ``EvBackend/makeTimerDescriptor(_:)``).
-    var timerFD: Int32 = -1
-
-    /// ``settled`` when the timerfd does not hold what was asked for (or that is unknown). A
-    /// request for this date itself (the far past, saturated) always takes the lock.
-    static let unsettled = Int64.min
-
-    /// The deadline in nanoseconds when the timerfd holds exactly what was last asked for, else
-    /// ``unsettled``.
-    var settled: Int64 { armed == requested ? requested.nanoseconds : Self.unsettled }
 }
 
 /// `body`'s result, calling it again while it fails with `EINTR`.
