@@ -65,12 +65,23 @@ extension EvRunLoop {
         }
         guard !timerState.modes.contains(mode) else { return }
         timerState.modes.append(mode)
-        let modeState = state.modeState(mode)
-        unowned(unsafe) let borrowed = modeState  // modes live as long as their loop (R7)
-        if borrowed.timerJoined() { notePassViewChanged() }
         let latest = timerState.latestFireDate
-        borrowed.timers.push(timer, at: timerState.fireDate, latest: latest, sequence: state.nextSequence())
+        let sequence = state.nextSequence()
+        let joined = Self.unretained(state.modeState(mode))._withUnsafeGuaranteedRef { modeState in
+            modeState.timers.push(timer, at: timerState.fireDate, latest: latest, sequence: sequence)
+            modeState.timers.compactIfMostlyStale(liveCount: modeState.timerCount + 1)
+            return modeState.timerJoined()
+        }
+        if joined { notePassViewChanged() }
         rearmIfSleeping(for: mode, at: latest, &state)
+    }
+
+    /// A mode's state as a reference that is neither retained nor released: modes live as long
+    /// as their loop (R7) and the loop's state is held exclusively while it is used, so the
+    /// retain and release that a plain reference costs around each call would guard nothing.
+    @inline(__always)
+    private static func unretained(_ modeState: ModeState) -> Unmanaged<ModeState> {
+        Unmanaged.passUnretained(modeState)
     }
 
     func detach(_ timer: EvTimer, from modes: ModeList, _ state: inout LoopState, _ timerState: inout TimerState) {
@@ -100,10 +111,24 @@ extension EvRunLoop {
 
     /// Counts a timer out of `mode`. The mode's state is borrowed, not retained: modes live as
     /// long as their loop (R7), and the loop's state is held exclusively here.
+    /// The heap is compacted when stale entries came to outnumber live ones (so that cancelled
+    /// timers are not kept alive by their entries for long), in a call of its own that finds
+    /// the mode again: the common path calls nothing while it holds the mode's state.
+    ///
+    /// The mode's state is never bound to a name here: a named reference lives to the end of its
+    /// scope (lexical lifetime), so it stays retained across any later call in the scope.
     private func timerLeft(_ mode: Mode, _ state: inout LoopState) {
-        guard let modeState = state.existingModeState(mode) else { return }
-        unowned(unsafe) let borrowed = modeState
-        if borrowed.timerLeft() { notePassViewChanged() }
+        let counted = state.existingModeState(mode).map { modeState in
+            (emptied: modeState.timerLeft(), mostlyStale: modeState.timers.isMostlyStale(liveCount: modeState.timerCount))
+        }
+        guard let (emptied, mostlyStale) = counted else { return }
+        if emptied { notePassViewChanged() }
+        if mostlyStale { compactTimers(of: mode, &state) }
+    }
+
+    @inline(never)
+    private func compactTimers(of mode: Mode, _ state: inout LoopState) {
+        state.existingModeState(mode)?.timers.compact()
     }
 
     /// The timer's fire date or modes changed: every older heap entry becomes stale and the timer
@@ -113,9 +138,11 @@ extension EvRunLoop {
         timer.invalidateHeapEntries()
         let latest = timerState.latestFireDate
         for mode in timerState.modes {
-            let modeState = state.modeState(mode)
-            modeState.timers.push(timer, at: timerState.fireDate, latest: latest, sequence: state.nextSequence())
-            modeState.timers.compactIfMostlyStale(liveCount: modeState.timerCount)
+            let sequence = state.nextSequence()
+            Self.unretained(state.modeState(mode))._withUnsafeGuaranteedRef { modeState in
+                modeState.timers.push(timer, at: timerState.fireDate, latest: latest, sequence: sequence)
+                modeState.timers.compactIfMostlyStale(liveCount: modeState.timerCount)
+            }
             rearmIfSleeping(for: mode, at: latest, &state)
         }
     }

@@ -114,11 +114,10 @@ final class ModeState: @unchecked Sendable {
         return timerCount == 1
     }
 
-    /// Counts a timer leaving the mode, as ``changeSourceCount(by:)``, and compacts the heap if
-    /// it is mostly stale.
+    /// Counts a timer leaving the mode, as ``changeSourceCount(by:)``. The heap entry it leaves
+    /// is stale; the caller compacts the heap when stale entries outnumber live ones.
     func timerLeft() -> Bool {
         timerCount -= 1
-        timers.compactIfMostlyStale(liveCount: timerCount)
         return timerCount == 0
     }
     /// Read and written only under the loop's lock, like every field here, so the run time's

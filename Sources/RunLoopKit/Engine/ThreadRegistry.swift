@@ -29,6 +29,13 @@ enum ThreadRegistry {
         return Unmanaged<EvRunLoop>.fromOpaque(pointer).takeUnretainedValue()
     }
 
+    /// ``existingLoop()`` without a retain: the thread's key holds the loop until the thread
+    /// exits, so a caller that uses it only on this thread, before returning, needs none.
+    static func existingLoopUnretained() -> Unmanaged<EvRunLoop>? {
+        guard let pointer = pthread_getspecific(key) else { return nil }
+        return Unmanaged<EvRunLoop>.fromOpaque(pointer)
+    }
+
     /// The calling thread's loop, created on first use (R1).
     static func currentLoop() throws(EvRunLoopError) -> EvRunLoop {
         if let existing = existingLoop() { return existing }

@@ -87,12 +87,15 @@ struct TimerHeap {
     /// state retained across it.
     @inline(__always)
     mutating func compactIfMostlyStale(liveCount: Int) {
-        guard entries.count > 2 * liveCount + 64 else { return }
-        compact()
+        if isMostlyStale(liveCount: liveCount) { compact() }
     }
 
+    /// Whether stale entries outnumber `liveCount` (the mode's live timers) enough to compact.
+    func isMostlyStale(liveCount: Int) -> Bool { entries.count > 2 * liveCount + 64 }
+
+    /// Drops every stale entry and restores the heap order.
     @inline(never)
-    private mutating func compact() {
+    mutating func compact() {
         entries.removeAll { !$0.isLive }
         guard entries.count > 1 else { return }
         for index in stride(from: (entries.count - 2) / 4, through: 0, by: -1) { siftDown(index) }

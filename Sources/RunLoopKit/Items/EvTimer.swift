@@ -123,7 +123,8 @@ public final class EvTimer: Sendable {
     public func invalidate() {
         // The common case, a timer cancelled on its own loop's thread: that loop is alive while
         // its thread runs, so it needs no retain, and the timer's lock is taken once.
-        if let current = ThreadRegistry.existingLoop(), invalidate(boundTo: current) { return }
+        if let current = ThreadRegistry.existingLoopUnretained(),
+            current._withUnsafeGuaranteedRef({ invalidate(boundTo: $0) }) { return }
         withItemAndLoopLocked(
             state,
             bound: { loop, loopState, timer in

@@ -24,6 +24,28 @@ import Testing
         #expect(weak.timer == nil)  // the thread has exited: its loop let the timer go (R4)
     }
 
+    /// Cancelling leaves a stale heap entry that still holds the timer (lazy deletion); once
+    /// stale entries outnumber live ones the heap is compacted, so cancelled timers are let go
+    /// without the loop running (R45), not kept alive until their fire dates come round.
+    @Test func R45_cancelledTimersAreLetGoOnceStaleEntriesOutnumberLiveOnes() {
+        let count = 200
+        let stillAlive = onLoopThread { loop -> Int in
+            let weaks = (0..<count).map { _ in Weak() }
+            do {
+                let timers = (0..<count).map { index in
+                    EvTimer(after: .seconds(3600 + index)) { _ in }
+                }
+                for (weak, timer) in zip(weaks, timers) {
+                    weak.timer = timer
+                    loop.add(timer, forMode: .default)
+                }
+                for timer in timers { timer.invalidate() }
+            }
+            return weaks.count { $0.timer != nil }
+        }
+        #expect(stillAlive <= 65)  // at most the compaction's slack of 64 stale entries
+    }
+
     /// Two timers due in the same step: the first one's handler cancels the second and drops the
     /// last reference to it. The second does not fire, and the step does not read freed memory.
     @Test func aDueTimerCancelledAndDroppedByAnEarlierOneInTheSameStepDoesNotFire() {
