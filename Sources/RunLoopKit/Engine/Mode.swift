@@ -10,7 +10,8 @@ extension EvRunLoop {
     public struct Mode: Hashable, Sendable, CustomStringConvertible {
         /// The name's number in the process-wide table of mode names. A mode is only this number,
         /// so copying, comparing and hashing one is as cheap as an `Int` (no string to retain).
-        private let id: Int
+        /// Internal for ``ModeList``'s index, which uses it as its own hash.
+        let id: Int
 
         /// A mode named `name`. Equal names give equal modes.
         ///

@@ -1,24 +1,26 @@
 /// The modes an item is in: a short list that keeps the usual one or two modes inline, without a
 /// heap allocation, because it is read and changed on every add, remove and cancel of an item.
 ///
-/// Modes past the second live in a copy-on-write ``Tail`` that also keeps a set of them, so that
-/// `contains`, and with it adding an item to, removing it from or invalidating it in thousands of
-/// modes, costs O(1) per mode instead of O(modes): invalidating a timer in 100,000 modes was
-/// quadratic. A list of one or two modes holds no tail, as it held an empty array before.
+/// Modes past the second live in a copy-on-write ``Tail`` that also keeps an index of them, so
+/// that `contains`, and with it adding an item to, removing it from or invalidating it in
+/// thousands of modes, costs O(1) per mode instead of O(modes): invalidating a timer in 100,000
+/// modes was quadratic. A list of one or two modes holds no tail, as it held an empty array before.
 struct ModeList: Sequence, Sendable, ExpressibleByArrayLiteral {
     private var first: EvRunLoop.Mode?
     private var second: EvRunLoop.Mode?
     private var tail: Tail?
 
-    /// The modes past the second, in order, and the same modes as a set.
+    /// The modes past the second, in order, and the same modes as an index.
     ///
     /// `@unchecked Sendable`: a tail is changed only while its ``ModeList`` holds the one
-    /// reference to it (copy on write), so a tail another list can see is never changed.
+    /// reference to it (copy on write), so a tail another list can see is never changed. For the
+    /// same reason the run time's exclusivity check on its fields (about 100 instructions an
+    /// access) would guard nothing.
     private final class Tail: @unchecked Sendable {
-        var modes: [EvRunLoop.Mode]
-        var index: Set<EvRunLoop.Mode>
+        @exclusivity(unchecked) var modes: [EvRunLoop.Mode]
+        @exclusivity(unchecked) var index: ModeIndex
 
-        init(modes: [EvRunLoop.Mode], index: Set<EvRunLoop.Mode>) {
+        init(modes: [EvRunLoop.Mode], index: ModeIndex) {
             self.modes = modes
             self.index = index
         }
@@ -50,7 +52,9 @@ struct ModeList: Sequence, Sendable, ExpressibleByArrayLiteral {
             tail!.modes.append(mode)
             tail!.index.insert(mode)
         } else {
-            tail = Tail(modes: (tail?.modes ?? []) + [mode], index: (tail?.index ?? []).union([mode]))
+            var index = tail?.index ?? ModeIndex()
+            index.insert(mode)
+            tail = Tail(modes: (tail?.modes ?? []) + [mode], index: index)
         }
     }
 
@@ -82,5 +86,60 @@ struct ModeList: Sequence, Sendable, ExpressibleByArrayLiteral {
                 return tail.modes[position - 2]
             }
         }
+    }
+}
+
+/// A set of modes for a long ``ModeList``: open addressing on the mode's number, which is already
+/// unique, so a lookup costs a multiply and a probe or two, not a `Hasher` run (a `Set<Mode>`
+/// hashed every mode with SipHash, about 150 instructions each, four times per mode of an add
+/// and invalidate). Modes are only ever inserted: a list that loses modes is rebuilt.
+struct ModeIndex: Sendable {
+    /// A mode's number plus one; zero marks an empty slot. The count is a power of two.
+    private var slots: [Int] = []
+    private var count = 0
+
+    func contains(_ mode: EvRunLoop.Mode) -> Bool {
+        guard !slots.isEmpty else { return false }
+        let mask = slots.count - 1
+        let wanted = mode.id &+ 1
+        var slot = Self.home(of: mode.id, mask: mask)
+        while true {
+            let found = slots[slot]
+            if found == wanted { return true }
+            if found == 0 { return false }
+            slot = (slot &+ 1) & mask
+        }
+    }
+
+    /// Adds `mode` if it is not in the index.
+    mutating func insert(_ mode: EvRunLoop.Mode) { insert(id: mode.id) }
+
+    private mutating func insert(id: Int) {
+        if (count + 1) * 4 > slots.count * 3 { grow() }
+        let mask = slots.count - 1
+        let wanted = id &+ 1
+        var slot = Self.home(of: id, mask: mask)
+        while true {
+            let found = slots[slot]
+            if found == wanted { return }
+            if found == 0 { break }
+            slot = (slot &+ 1) & mask
+        }
+        slots[slot] = wanted
+        count += 1
+    }
+
+    /// Doubles the table (eight slots at first) and puts every mode back.
+    private mutating func grow() {
+        let old = slots
+        slots = Array(repeating: 0, count: max(8, old.count * 2))
+        count = 0
+        for stored in old where stored != 0 { insert(id: stored - 1) }
+    }
+
+    /// Where `id` starts probing: Fibonacci hashing, so that consecutive numbers spread out.
+    private static func home(of id: Int, mask: Int) -> Int {
+        let mixed = UInt(bitPattern: id) &* 0x9E37_79B9_7F4A_7C15
+        return Int(bitPattern: mixed ^ (mixed >> 32)) & mask
     }
 }
