@@ -28,6 +28,9 @@ struct TimerHeap {
     /// Schedules `timer` at `deadline` (fire no later than `latest`) with its current generation.
     mutating func push(_ timer: EvTimer, at deadline: MonotonicTime, latest: MonotonicTime, sequence: UInt64) {
         let generation = timer.heapGeneration.load(ordering: .relaxed)
+        // A mode's first timer makes room for a few: growing one entry at a time from nothing
+        // costs an allocation, a copy and a free at one, two and four entries.
+        if entries.capacity == 0 { entries.reserveCapacity(8) }
         entries.append(Entry(deadline: deadline, latest: latest, sequence: sequence, generation: generation, timer: timer))
         siftUp(entries.count - 1)
     }
