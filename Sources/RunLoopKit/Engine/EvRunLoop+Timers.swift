@@ -149,6 +149,7 @@ extension EvRunLoop {
 
     /// A timer now due before the armed deadline of the running mode moves the deadline: the
     /// timerfd is re-armed from this thread, so the sleeping loop need not be woken (R44).
+    @inline(__always)
     private func rearmIfSleeping(for mode: Mode, at date: MonotonicTime, _ state: inout LoopState) {
         guard let deadline = state.sleepDeadline, date < deadline, state.runs.last?.mode == mode else { return }
         state.sleepDeadline = date

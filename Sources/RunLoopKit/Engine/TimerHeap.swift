@@ -45,6 +45,9 @@ struct TimerHeap {
     /// `top` is the earliest live entry (see ``peekLive()``).
     func coalescedWakeUp(startingAt top: Entry) -> MonotonicTime {
         var wake = top.latest
+        // Without tolerance on the earliest timer (the default) nothing can fire with it: no
+        // walk, and no array for one.
+        guard top.deadline < wake else { return wake }
         var pending = [0]
         while let index = pending.popLast() {
             let entry = entries[index]

@@ -37,7 +37,7 @@ public final class EvTimer: Sendable {
     let handler: @Sendable (EvTimer) -> Void
 
     /// Makes every heap entry of this timer stale.
-    func invalidateHeapEntries() { heapGeneration.add(1, ordering: .relaxed) }
+    func invalidateHeapEntries() { heapGeneration.wrappingAdd(1, ordering: .relaxed) }
 
     var isFiring: Bool {
         get { firing.load(ordering: .relaxed) }
