@@ -186,7 +186,8 @@ extension EvRunLoop {
                 taken.append(top)
             }
             for entry in taken { modeState.timers.push(entry) }
-            return taken.filter { !$0.timer.isFiring }
+            taken.removeAll { $0.timer.isFiring }  // in place: no second array
+            return taken
         }
         for entry in due { fire(entry, in: run.mode) }
     }

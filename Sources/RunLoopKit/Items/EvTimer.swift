@@ -146,7 +146,25 @@ public final class EvTimer: Sendable {
         }
     }
 
+    /// Sets the fire date if the timer is scheduled in `loop`; false (and nothing done) if it is not.
+    private func setFireDate(_ date: MonotonicTime, boundTo loop: EvRunLoop) -> Bool {
+        loop.state.withLock { loopState in
+            state.withLock { timer in
+                guard timer.loop === loop else { return false }
+                guard timer.isValid else { return true }
+                timer.fireDate = date
+                timer.rescheduled = true
+                loop.reschedule(self, &timer, &loopState)
+                return true
+            }
+        }
+    }
+
     private func setFireDate(_ date: MonotonicTime) {
+        // On the loop's own thread (the common case: a handler or the loop's code re-dating its
+        // timer), the loop needs no retain, the timer's lock is taken once and no wake-up is due.
+        if let current = ThreadRegistry.existingLoopUnretained(),
+            current._withUnsafeGuaranteedRef({ setFireDate(date, boundTo: $0) }) { return }
         let loop: EvRunLoop? = withItemAndLoopLocked(
             state,
             bound: { loop, loopState, timer in
