@@ -178,8 +178,11 @@ extension EvRunLoop {
     func fireDueTimers(_ run: RunContext) {
         let modeState = run.modeState
         let due: [TimerHeap.Entry] = state.withLock { _ in
-            guard modeState.timers.peekLive() != nil else { return [] }  // no clock read without timers
+            guard let first = modeState.timers.peekLive() else { return [] }  // no clock read without timers
             let now = MonotonicTime.now()
+            // Nothing due, the common case of a mode with timers: no array is touched (removing
+            // from an empty one still makes it unique, an allocation).
+            guard first.deadline <= now else { return [] }
             var taken: [TimerHeap.Entry] = []
             while let top = modeState.timers.peekLive(), top.deadline <= now {
                 modeState.timers.removeTop()
