@@ -53,7 +53,7 @@ let package = Package(
         // drives CF's main loop too, for the scenarios compared with CF.
         .executableTarget(
             name: "MainLoopHarness",
-            dependencies: ["RunLoopKit", "CFConformanceSupport"],
+            dependencies: ["RunLoopKit", "CFConformanceSupport", "TestSupport"],
             path: "Tests/MainLoopHarness"
         ),
         // Runnable examples of the components (issue #5): `swift run KeepAliveWorker` etc.

@@ -3,7 +3,7 @@
 // dies (SIGSEGV); StallBacktraceSafetyTests checks the exit status and output.
 import Foundation
 import RunLoopKit
-import Synchronization
+import TestSupport
 
 enum StallCaptureScenarios {
     /// Blocks `milliseconds`, sleeping on through the capture signals that interrupt the sleep.
@@ -39,9 +39,12 @@ enum StallCaptureScenarios {
         }
     }
 
+    /// Shared by the monitors' watchdog threads. Locked with `TestLocked` (a pthread mutex), not
+    /// Synchronization's `Mutex`: ThreadSanitizer (`make test-tsan`) does not see that one's
+    /// futex as a lock, and two watchdogs recording at once were reported as a race (exit 66).
     final class Captures: Sendable {
-        let count = Mutex(0)
-        let reasons = Mutex<Set<String>>([])
+        let count = TestLocked(0)
+        let reasons = TestLocked<Set<String>>([])
         private let start = Date()
         private let seconds: Double
         private let wanted: Int
