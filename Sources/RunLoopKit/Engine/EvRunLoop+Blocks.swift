@@ -125,6 +125,7 @@ extension EvRunLoop {
 
     /// R16: no sources, no timers, no pending block for it (observers do not count). Called with
     /// the loop's lock held; takes the blocks' lock, which comes after it.
+    ///
     /// Takes the common set rather than the whole ``LoopState``: passing that large struct by
     /// value copied it (a `memcpy`) on every iteration's result check.
     func isEmpty(_ mode: ModeState, commonModes: Set<Mode>) -> Bool {

@@ -219,12 +219,3 @@ extension EvRunLoop {
         }
     }
 }
-
-extension EvRunLoop {
-    /// Calls `body` with the libev layer borrowed rather than retained (a retain and a release
-    /// per call saved): it lives as long as this loop, which the caller holds.
-    @inline(__always)
-    func withBackend<Result>(_ body: (EvBackend) -> Result) -> Result {
-        Unmanaged.passUnretained(backend.value)._withUnsafeGuaranteedRef(body)
-    }
-}

@@ -117,9 +117,7 @@ public final class EvRunLoop: Sendable {
         // Wrapping: one locked add each, not a compare-and-swap loop around an overflow check
         // (the count cannot reach 2^63).
         if wakeGate.wrappingAdd(1, ordering: .acquiring).newValue < Self.wakeGateClosed {
-            // Borrowed, not retained: the backend lives as long as this loop, which the caller
-            // holds (saves a retain and a release, about 40 instructions).
-            Unmanaged.passUnretained(backend.value)._withUnsafeGuaranteedRef { $0.wakeUp() }
+            withBackend { $0.wakeUp() }
         }
         wakeGate.wrappingSubtract(1, ordering: .releasing)
     }
@@ -192,6 +190,13 @@ public final class EvRunLoop: Sendable {
             for mode in modes { Callout.sourceCancel(source, self, mode) }
         }
         runExitHooks()
+    }
+
+    /// Calls `body` with the libev layer borrowed rather than retained (a retain and a release
+    /// per call saved): it lives as long as this loop, which the caller holds.
+    @inline(__always)
+    func withBackend<Result>(_ body: (EvBackend) -> Result) -> Result {
+        Unmanaged.passUnretained(backend.value)._withUnsafeGuaranteedRef(body)
     }
 
     /// Stops with a message naming `call` unless the calling thread owns this loop (R5).
