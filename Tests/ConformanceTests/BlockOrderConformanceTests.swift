@@ -27,6 +27,8 @@ import Testing
         ])
     }
 
+    /// R15: a `.common` block runs in whichever mode is common when its step comes (here one made
+    /// common after the block was scheduled), and only once.
     @Test func R15_C22_aCommonBlockRunsInAModeMadeCommonAfterItWasScheduled() {
         expectBothRunLoops([
             .addTimer(9, .future, interval: 0, modes: ["A"]),

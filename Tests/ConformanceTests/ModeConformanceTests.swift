@@ -173,16 +173,6 @@ import Testing
         ])
     }
 
-    @Test func R15_commonBlocksRunInWhicheverModeIsCommonWhenTheyWouldRun() {
-        expectBothRunLoops([
-            .addTimer(9, .future, interval: 0, modes: ["A"]),
-            .performBlock(1, modes: ["common"]),
-            .run("A", .zero, returnAfterSourceHandled: false),
-            .addCommonMode("A"),
-            .run("A", .zero, returnAfterSourceHandled: false),
-        ], trace: [returned("timedOut", "A"), ran(1, in: "A"), returned("timedOut", "A")])
-    }
-
     /// Found by this suite: RunLoopKit checked membership once per blocks step, CF per block.
     @Test func R15_aModeMadeCommonByABlockRunsTheCommonBlocksAfterIt() {
         expectBothRunLoops([
