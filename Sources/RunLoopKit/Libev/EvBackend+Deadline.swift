@@ -25,7 +25,8 @@ extension EvBackend {
             state.requested = deadline
             return arm(deadline, &state)
         }
-        guard !armed else { return }
+        // A loop blocked on its wake-up word sleeps without a deadline: it must come back.
+        guard !armed else { return wake.deadlineSet() }
         // A request bit: the loop (asleep or about to sleep) does not block, takes it, and stands
         // in for the timerfd before its next wait. From the loop's own thread it is taken before
         // any sleep too (``WakeSignal/beginSleep()`` sees it).

@@ -188,6 +188,12 @@ final class EvBackend {
     /// `ev_run` with nothing taken, which ``wait(poll:)`` sleeps again after), and the timerfd
     /// matters to no poll (the engine compares timers with the clock; an expired timerfd left
     /// unread still holds its date, which is what ``DeadlineState/armed`` says).
+    ///
+    /// A sleep that nothing but a request can end (no deadline, no caller's descriptor, no main
+    /// queue: see ``mayBlockOnWord``) blocks on the ``WakeSignal``'s word with `futex_wait`, not
+    /// in `ev_run`: a wake-up then makes two system calls instead of three (`epoll_wait`, the
+    /// eventfd's `write` and `read`) and runs none of libev's dispatch. A deadline set from
+    /// another thread meanwhile (R44) brings it back to sleep in `epoll_wait` until the timerfd.
     func wait(poll: Bool) -> WakeReasons {
         reasons.pointee = 0
         if poll {
@@ -203,7 +209,18 @@ final class EvBackend {
                 if needsRepair { repair() }
                 let flushing = hasUnflushedWatchers
                 hasUnflushedWatchers = false
-                let block = !wake.beginSleep() && !flushing
+                if !flushing && mayBlockOnWord {
+                    if !wake.beginSleep(onWord: true) {
+                        // Pairs with WakeSignal.deadlineSet(): a deadline set from another
+                        // thread is seen here, or that thread sees the loop on the word.
+                        atomicMemoryFence(ordering: .sequentiallyConsistent)
+                        if settled.load(ordering: .relaxed) == MonotonicTime.distantFuture.nanoseconds { wake.sleepOnWord() }
+                    }
+                    takeWakeRequests(wake.endSleep())
+                    if reasons.pointee != 0 { break }
+                    continue
+                }
+                let block = !wake.beginSleep(onWord: false) && !flushing
                 ev_run(loop, Int32(block ? EVRUN_ONCE : EVRUN_NOWAIT))
                 takeWakeRequests(wake.endSleep())
                 if reasons.pointee != 0 {
@@ -218,6 +235,15 @@ final class EvBackend {
             fallbackTimerActive = false
         }
         return WakeReasons(rawValue: reasons.pointee)
+    }
+
+    /// Whether a sleep may block on the wake-up word instead of in `epoll_wait` (see
+    /// ``WakeSignal``): nothing that only epoll reports can end it — no deadline (the timerfd
+    /// disarmed, as asked), no caller's descriptor, no main queue watched, nothing to repair.
+    /// Signals arrive as request bits, so signal sources do not need epoll.
+    private var mayBlockOnWord: Bool {
+        settled.load(ordering: .relaxed) == MonotonicTime.distantFuture.nanoseconds && !needsRepair
+            && descriptors?.isEmpty != false && mainQueueWatcher.map({ clibev_is_active($0) == 0 }) != false
     }
 
     /// Restarts failed watchers and stands in for an unarmed deadline (see EvBackend+Failures.swift).
@@ -275,7 +301,8 @@ final class EvBackend {
     }
 
     /// Handles the requests taken from ``wake``: a wake-up, signals that arrived, a deadline
-    /// the timerfd refused.
+    /// the timerfd refused. ``WakeSignal/deadlineMoved`` asks for nothing more: the wait goes
+    /// round and sleeps until the new deadline.
     private func takeWakeRequests(_ requests: UInt32) {
         guard requests != 0 else { return }
         if requests & WakeSignal.wakeUp != 0 { reasons.pointee |= WakeReasons.wakeUp.rawValue }
