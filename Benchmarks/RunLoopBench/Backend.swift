@@ -58,6 +58,13 @@ protocol RunningLoop: Sendable {
     func stop()
 }
 
+/// A running loop that can also hold a timer, so that its sleeps have a deadline.
+protocol TimerHoldingLoop: RunningLoop {
+    /// From any thread: adds a timer due in a day, that does nothing, to the loop's mode, and
+    /// returns once the loop's next sleep has it for its deadline.
+    func holdFarOffTimer()
+}
+
 /// Times of one add-then-cancel pass over many timers (scenario `scaling`).
 struct ChurnTimes: Sendable {
     var addNs: UInt64

@@ -10,7 +10,7 @@ import Synchronization
 /// `@unchecked Sendable`: `runLoop` and `source` are written once on the loop thread before
 /// `ready` is signalled and only read afterwards; CF documents the calls made from other
 /// threads (signal, wake-up, perform-block, stop) as thread-safe.
-final class CFRunningLoop: RunningLoop, @unchecked Sendable {
+final class CFRunningLoop: TimerHoldingLoop, @unchecked Sendable {
     private let onSignal: @Sendable () -> Void
     private var runLoop: CFRunLoop?
     private var source: CFRunLoopSource?
@@ -59,6 +59,13 @@ final class CFRunningLoop: RunningLoop, @unchecked Sendable {
             CFRunLoopPerformBlock(loop, kCFRunLoopDefaultMode, block)
             CFRunLoopWakeUp(loop)
         }
+    }
+
+    /// Adding is thread-safe in CF; the loop retains the timer.
+    func holdFarOffTimer() {
+        let timer = CFRunLoopTimerCreate(nil, CFAbsoluteTimeGetCurrent() + 86_400, 0, 0, 0, { _, _ in }, nil).takeRetainedValue()
+        CFRunLoopAddTimer(runLoop, timer, kCFRunLoopDefaultMode)
+        CFRunLoopWakeUp(runLoop)  // CF arms the new deadline at its next sleep
     }
 
     func stop() {

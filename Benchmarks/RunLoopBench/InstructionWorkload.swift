@@ -11,6 +11,9 @@ enum InstructionOperation: String, CaseIterable, Codable, Sendable {
     /// One cross-thread wake-up cycle: the driver signals the sleeping loop's source and waits
     /// for its callout (both threads' instructions, the driver's wait included).
     case wakeup
+    /// The same with a timer due in a day in the loop's mode, so that every sleep has a
+    /// deadline (RunLoopKit then sleeps in `epoll_wait` until its timerfd, not on its futex).
+    case wakeupTimer = "wakeup-timer"
     /// One cross-thread perform: post a block plus a wake-up; the loop runs it (in a burst).
     case perform
     /// One actor hop round trip from a task to an actor on the loop's executor and back.
@@ -33,7 +36,7 @@ enum InstructionOperation: String, CaseIterable, Codable, Sendable {
         switch self {
         case .wakeup, .perform: [.runloopkit, .libev, .cf, .nio, .dispatch]
         case .actorhop: [.runloopkit, .nio, .dispatch]
-        case .timerAdd, .timerCancel, .modeswitch: [.runloopkit, .libev, .cf]
+        case .wakeupTimer, .timerAdd, .timerCancel, .modeswitch: [.runloopkit, .libev, .cf]
         case .blocksStep, .timerModes: [.runloopkit, .cf]
         }
     }
@@ -63,7 +66,7 @@ struct InstructionWorkload {
 
     private func measure() {
         switch operation {
-        case .wakeup: wakeups()
+        case .wakeup, .wakeupTimer: wakeups()
         case .perform: performs()
         case .actorhop: hops()
         case .timerAdd, .timerCancel:
@@ -100,6 +103,10 @@ struct InstructionWorkload {
         let probe = WakeProbe()
         let loop = startLoop { probe.hit() }
         defer { loop.stop() }
+        if operation == .wakeupTimer {
+            guard let holder = loop as? any TimerHoldingLoop else { fatalError("\(backend.rawValue) cannot hold a timer") }
+            holder.holdFarOffTimer()
+        }
         func cycle() {
             pause(ns: pauseNs)
             loop.signal()

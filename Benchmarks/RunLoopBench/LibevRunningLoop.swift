@@ -8,13 +8,16 @@ import Synchronization
 ///
 /// `@unchecked Sendable`: the loop and watchers are touched only by the loop thread after
 /// start, except `ev_async_send`, which libev documents as callable from any thread.
-final class LibevRunningLoop: RunningLoop, @unchecked Sendable {
+final class LibevRunningLoop: TimerHoldingLoop, @unchecked Sendable {
     typealias Item = @Sendable () -> Void
 
     private let loop: OpaquePointer
     private let sourceWatcher = UnsafeMutablePointer<ev_async>.allocate(capacity: 1)
     private let queueWatcher = UnsafeMutablePointer<ev_async>.allocate(capacity: 1)
     private let stopWatcher = UnsafeMutablePointer<ev_async>.allocate(capacity: 1)
+    /// Started by ``holdFarOffTimer()`` only.
+    private let farOffTimer = UnsafeMutablePointer<ev_timer>.allocate(capacity: 1)
+    private var farOffTimerStarted = false
     private let onSignal: @Sendable () -> Void
     private let queue = Mutex<[Item]>([])
     private var thread: BenchThread?
@@ -44,6 +47,7 @@ final class LibevRunningLoop: RunningLoop, @unchecked Sendable {
 
     deinit {
         for w in [sourceWatcher, queueWatcher, stopWatcher] { w.deallocate() }
+        farOffTimer.deallocate()
         ev_loop_destroy(loop)
     }
 
@@ -75,10 +79,24 @@ final class LibevRunningLoop: RunningLoop, @unchecked Sendable {
         }
     }
 
+    /// Starts the timer on the loop's thread (libev is not thread-safe), through the queue.
+    func holdFarOffTimer() {
+        let started = DispatchSemaphore(value: 0)
+        let me = UnsafeSendable(self)
+        post({
+            clibev_timer_init(me.value.farOffTimer, { _, _, _ in }, 86_400, 0)
+            ev_timer_start(me.value.loop, me.value.farOffTimer)
+            me.value.farOffTimerStarted = true
+            started.signal()
+        }, count: 1)
+        started.wait()
+    }
+
     func stop() {
         ev_async_send(loop, stopWatcher)
         thread?.join()
         for w in [sourceWatcher, queueWatcher, stopWatcher] { ev_async_stop(loop, w) }
+        if farOffTimerStarted { ev_timer_stop(loop, farOffTimer) }
     }
 }
 

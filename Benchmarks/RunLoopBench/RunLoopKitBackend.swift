@@ -122,7 +122,7 @@ extension RunLoopKitBackend: MainLoopBackend {
 
 /// RunLoopKit's side of `RunningLoop`: `EvRunLoop.current` of a dedicated thread, running the
 /// default mode with no deadline, with one `EvSource`.
-final class RunLoopKitRunningLoop: RunningLoop {
+final class RunLoopKitRunningLoop: TimerHoldingLoop {
     /// What the loop thread and the driver share.
     private final class Control: Sendable {
         let stopRequested = Atomic<Bool>(false)
@@ -161,6 +161,11 @@ final class RunLoopKitRunningLoop: RunningLoop {
     func signal() {
         source.signal()
         loop.wakeUp()
+    }
+
+    /// Adding is safe from any thread (R6); the sleeping loop's deadline moves at once (R44).
+    func holdFarOffTimer() {
+        loop.add(EvTimer(after: .seconds(86_400)) { _ in }, forMode: .default)
     }
 
     func post(_ item: @escaping @Sendable () -> Void, count: Int) {
