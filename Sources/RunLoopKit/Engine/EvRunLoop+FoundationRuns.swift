@@ -68,8 +68,8 @@ extension EvRunLoop {
     private func isEmptyForRun(_ mode: Mode) -> Bool {
         state.withLock { state in
             guard let modeState = state.existingModeState(mode) else { return true }
-            let servicesMainQueue = isMain && state.commonModes.contains(mode) && !state.isServicingMainQueue
-            return !servicesMainQueue && isEmpty(modeState, commonModes: state.commonModes)
+            let servicesMainQueue = isMain && state.isCommon(mode) && !state.isServicingMainQueue
+            return !servicesMainQueue && isEmpty(modeState, otherCommonModes: state.otherCommonModes)
         }
     }
 }

@@ -43,8 +43,8 @@ extension EvRunLoop {
         let (isDead, entered): (Bool, RunContext?) = state.withLock { state in
             // Its own thread can still reach a dead loop, from an exit hook (R4).
             if state.isDead { return (true, nil) }
-            let servicesMainQueue = isMain && state.commonModes.contains(mode) && !state.isServicingMainQueue
-            guard let modeState = state.modeStateForRun(mode), servicesMainQueue || !isEmpty(modeState, commonModes: state.commonModes) else { return (false, nil) }
+            let servicesMainQueue = isMain && state.isCommon(mode) && !state.isServicingMainQueue
+            guard let modeState = state.modeStateForRun(mode), servicesMainQueue || !isEmpty(modeState, otherCommonModes: state.otherCommonModes) else { return (false, nil) }
             state.runs.append(RunFrame(mode: mode))
             return (false, RunContext(
                 mode: mode, modeState: modeState, frame: state.runs.count - 1, deadline: deadline, pollOnly: pollOnly,
@@ -88,7 +88,7 @@ extension EvRunLoop {
             if handledSource { performBlocks(run) }
             let poll = handledSource || run.pollOnly
             let mainQueueHasWork: Bool
-            if run.servicesMainQueue && !servicedMainQueue && backend.value.takeMainQueueSignal() {
+            if run.servicesMainQueue && !servicedMainQueue && backend.takeMainQueueSignal() {
                 // R20.7, C114: straight to handling, no sleep; wake-ups end here as after a wait.
                 stopAcceptingWakeUps()
                 mainQueueHasWork = true
@@ -114,7 +114,7 @@ extension EvRunLoop {
     /// R60: drains libdispatch's main queue; a run nested in one of its blocks leaves it alone.
     private func serviceMainQueue() {
         state.withLock { $0.isServicingMainQueue = true }
-        Callout.mainQueue(backend.value, on: self)
+        Callout.mainQueue(backend, on: self)
         state.withLock { $0.isServicingMainQueue = false }
     }
 
@@ -122,14 +122,14 @@ extension EvRunLoop {
     /// a wake-up, a stop, a version-1 source or (main loop) the main queue; with `poll`, only
     /// looks. Returns whether the main queue signalled work.
     private func sleep(_ run: RunContext, poll: Bool, _ view: inout PassView) -> Bool {
-        if isMain { backend.value.watchMainQueue(run.servicesMainQueue) }
+        if isMain { backend.watchMainQueue(run.servicesMainQueue) }
         // A poll takes the lock only to bring the watchers in step.
         let plan: SleepPlan? = poll && refreshed(&view, run).watchersInStep ? nil : state.withLock { state in
             syncWatchers(for: run.mode, &state)
             // A ready version-1 source (a port with messages) is like a kernel event already there.
             // A run already stopped must not sleep: the wake-up of its stop() may have been taken
             // by a run nested in the same iteration (R27).
-            if poll || hasReadySource1(run, &state) || backend.value.hasReady || state.runs[run.frame].isStopped { return nil }
+            if poll || hasReadySource1(run, &state) || backend.hasReady || state.runs[run.frame].isStopped { return nil }
             return armDeadline(run, &state)
         }
         let reasons: WakeReasons
@@ -152,8 +152,8 @@ extension EvRunLoop {
             reasons = withBackend { $0.wait(poll: true) }
             stopAcceptingWakeUps()  // C52: a poll counts as the wait
         }
-        if backend.value.hasReady { collectReadiness() }
-        return reasons.contains(.mainQueue) && backend.value.takeMainQueueSignal()
+        if backend.hasReady { collectReadiness() }
+        return reasons.contains(.mainQueue) && backend.takeMainQueueSignal()
     }
 
     /// C52: the pass's wait has returned, and wake-ups are dropped until the next pass begins.
@@ -194,7 +194,7 @@ extension EvRunLoop {
         state.withLock { state in
             if state.runs[run.frame].isStopped { return .stopped }
             if run.servicesMainQueue { return nil }  // R17
-            return isEmpty(run.modeState, commonModes: state.commonModes) ? .finished : nil
+            return isEmpty(run.modeState, otherCommonModes: state.otherCommonModes) ? .finished : nil
         }
     }
 

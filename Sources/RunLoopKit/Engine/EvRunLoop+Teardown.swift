@@ -26,7 +26,7 @@ extension EvRunLoop {
         }
         var timers = Array(state.commonTimers.values)
         var observers = state.commonObservers.map(\.observer)
-        for modeState in state.modes.values {
+        for modeState in state.allModeStates {
             timers += modeState.timers.removeAll()
             observers += modeState.observers.map(\.observer)
         }

@@ -153,7 +153,7 @@ extension EvRunLoop {
     private func rearmIfSleeping(for mode: Mode, at date: MonotonicTime, _ state: inout LoopState) {
         guard let deadline = state.sleepDeadline, date < deadline, state.runs.last?.mode == mode else { return }
         state.sleepDeadline = date
-        backend.value.setDeadline(date)
+        backend.setDeadline(date)
     }
 
     /// When the loop must wake for `mode`'s timers: the earliest fire date, delayed within the

@@ -178,7 +178,7 @@ enum SignalOwnership {
             } else {
                 ForeignSignalOwner.refuseDispatchSource(for: signal, "EvRunLoop.add(_:forMode:)")
                 owners[signal] = (id, 1)
-                loop.backend.value.route(signal)
+                loop.backend.route(signal)
             }
         }
     }
@@ -190,7 +190,7 @@ enum SignalOwnership {
                 owners[signal] = (owner.loop, owner.count - 1)
             } else {
                 owners[signal] = nil
-                loop.backend.value.unroute(signal)
+                loop.backend.unroute(signal)
             }
         }
     }

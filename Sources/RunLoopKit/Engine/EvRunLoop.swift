@@ -19,9 +19,12 @@ public final class EvRunLoop: Sendable {
     /// Pending perform-blocks (R54–R57), under a lock of their own so that posting a block from
     /// another thread does not contend with the loop's phases. Lock order: ``state`` first.
     let pendingBlocks = Locked(BlockQueue())
-    /// `@unchecked Sendable` wrapper: waits run on the owning thread only; the calls made from
-    /// other threads (wake-up, deadline) are serialised against teardown as EvBackend documents.
-    let backend: BackendBox
+    /// The libev layer, held directly (no box object of its own: 32 bytes of heap per loop).
+    /// Unsafe, as ``EvBackend`` is not `Sendable`: ``EvBackend/wait(poll:)`` and
+    /// ``EvBackend/destroy()`` are called only on the loop's own thread; ``EvBackend/wakeUp()``
+    /// only through the loop's wake gate and ``EvBackend/setDeadline(_:)`` only under the loop's
+    /// lock, both of which exclude teardown.
+    nonisolated(unsafe) let backend: EvBackend
     /// Whether this is the main thread's loop, ``main`` (R2).
     public let isMain: Bool
     let waiting = Atomic<Bool>(false)
@@ -53,7 +56,7 @@ public final class EvRunLoop: Sendable {
 
     init(isMain: Bool) throws(EvRunLoopError) {
         self.isMain = isMain
-        backend = BackendBox(try EvBackend())
+        backend = try EvBackend()
     }
 
     /// The calling thread's run loop, created on first use (R1).
@@ -91,8 +94,8 @@ public final class EvRunLoop: Sendable {
     /// CFRunLoopCopyAllModes lists, so a mode made common that no common item joined yet is not
     /// in it).
     public var allModes: [Mode] {
-        let names = state.withLock { Array($0.modes.keys) }
-        return [.default] + names.filter { $0 != .default }.sorted { $0.name < $1.name }
+        let names = state.withLock { Array($0.otherModes.keys) }
+        return [.default] + names.sorted { $0.name < $1.name }
     }
 
     /// True only while the loop's thread is (about to be) asleep: between the BeforeWaiting and
@@ -159,7 +162,7 @@ public final class EvRunLoop: Sendable {
     public func addCommonMode(_ mode: Mode) {
         require(mode != .common, "EvRunLoop.addCommonMode(_:): .common is the pseudo-mode itself, not a mode")
         let (scheduled, version1SourcesJoined): ([(EvSource, Mode)], Bool) = state.withLock { state in
-            guard !state.isDead, state.commonModes.insert(mode).inserted else { return ([], false) }
+            guard !state.isDead, mode != .default, state.otherCommonModes.insert(mode).inserted else { return ([], false) }
             for timer in state.commonTimers.values { attach(timer, to: [mode], &state) }
             for (_, observer) in state.commonObservers { attach(observer, to: [mode], &state) }
             for core in state.commonSource1s.values { attach(core, to: [mode], &state) }
@@ -181,7 +184,7 @@ public final class EvRunLoop: Sendable {
         if wakeGate.add(Self.wakeGateClosed, ordering: .acquiringAndReleasing).newValue != Self.wakeGateClosed {
             while wakeGate.load(ordering: .acquiring) != Self.wakeGateClosed { sched_yield() }
         }
-        state.withLock { _ in backend.value.destroy() }
+        state.withLock { _ in backend.destroy() }
         let dropped = pendingBlocks.withLock { $0.close() }
         clearHint(Hint.blocks | Hint.defaultBlocks)
         for work in dropped { work.dropped() }  // released (jobs handed on) with no lock held
@@ -196,21 +199,11 @@ public final class EvRunLoop: Sendable {
     /// per call saved): it lives as long as this loop, which the caller holds.
     @inline(__always)
     func withBackend<Result>(_ body: (EvBackend) -> Result) -> Result {
-        Unmanaged.passUnretained(backend.value)._withUnsafeGuaranteedRef(body)
+        Unmanaged.passUnretained(backend)._withUnsafeGuaranteedRef(body)
     }
 
     /// Stops with a message naming `call` unless the calling thread owns this loop (R5).
     func preconditionOwnThread(_ call: StaticString) {
         require(ThreadRegistry.isOwnedByCallingThread(self), "\(call): a run loop can only be run on its own thread (R5)")
     }
-}
-
-/// Holds the libev layer inside the Sendable ``EvRunLoop``.
-///
-/// `@unchecked Sendable`: ``EvBackend/wait(poll:)`` and ``EvBackend/destroy()`` are called only on
-/// the loop's own thread; ``EvBackend/wakeUp()`` only through the loop's wake gate and
-/// ``EvBackend/setDeadline(_:)`` only under the loop's lock, both of which exclude teardown.
-final class BackendBox: @unchecked Sendable {
-    let value: EvBackend
-    init(_ value: EvBackend) { self.value = value }
 }

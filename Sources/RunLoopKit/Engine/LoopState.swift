@@ -4,9 +4,12 @@
 /// lock), and each mode keeps only counts and the structures a run needs — the timer heap, the
 /// sorted observers — so that nothing in a run walks all items of a mode.
 struct LoopState {
-    var modes: [EvRunLoop.Mode: ModeState]
-    /// R11: the common set; starts with the default mode, never shrinks.
-    var commonModes: Set<EvRunLoop.Mode> = [.default]
+    /// The modes other than the default one (R7), which is ``defaultMode``: a loop that only
+    /// ever uses the default mode has no table (an empty dictionary allocates nothing).
+    var otherModes: [EvRunLoop.Mode: ModeState] = [:]
+    /// R11: the common set besides the default mode, which always is in it (``isCommon(_:)``);
+    /// never shrinks. Empty, with no storage, until a mode is made common.
+    var otherCommonModes: Set<EvRunLoop.Mode> = []
     /// R12: items added to `.common`, in the order they were added.
     var commonTimers: [ObjectIdentifier: EvTimer] = [:]
     var commonSources: [ObjectIdentifier: EvSource] = [:]
@@ -42,7 +45,6 @@ struct LoopState {
 
     init() {
         defaultMode = ModeState(.default)
-        modes = [.default: defaultMode]
     }
 
     /// The default mode's state, kept apart so the commonest lookup hashes nothing.
@@ -51,15 +53,23 @@ struct LoopState {
     /// The state of `mode`, creating the mode if asked (R7).
     mutating func modeState(_ mode: EvRunLoop.Mode) -> ModeState {
         if mode == .default { return defaultMode }
-        if let existing = modes[mode] { return existing }
+        if let existing = otherModes[mode] { return existing }
         let created = ModeState(mode)
-        modes[mode] = created
+        otherModes[mode] = created
         return created
     }
 
     /// The state of `mode` if it exists.
     func existingModeState(_ mode: EvRunLoop.Mode) -> ModeState? {
-        mode == .default ? defaultMode : modes[mode]
+        mode == .default ? defaultMode : otherModes[mode]
+    }
+
+    /// Every mode that exists, the default one first.
+    var allModeStates: [ModeState] { [defaultMode] + otherModes.values }
+
+    /// Whether `mode` is in the common set (R11).
+    func isCommon(_ mode: EvRunLoop.Mode) -> Bool {
+        mode == .default || otherCommonModes.contains(mode)
     }
 
     /// The mode other than the default one that a run last entered (modes are never removed, so
@@ -71,14 +81,17 @@ struct LoopState {
     mutating func modeStateForRun(_ mode: EvRunLoop.Mode) -> ModeState? {
         if mode == .default { return defaultMode }
         if let last = lastRunMode, last.mode == mode { return last }
-        lastRunMode = modes[mode]
+        lastRunMode = otherModes[mode]
         return lastRunMode
     }
 
 
     /// The modes an item added to `mode` lands in: the common set for `.common` (R12).
     func expand(_ mode: EvRunLoop.Mode) -> ModeList {
-        mode == .common ? ModeList(commonModes) : [mode]
+        guard mode == .common else { return [mode] }
+        var modes: ModeList = [.default]
+        for other in otherCommonModes { modes.append(other) }
+        return modes
     }
 }
 

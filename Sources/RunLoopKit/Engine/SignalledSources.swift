@@ -8,30 +8,35 @@
 /// callgrind). `@unchecked Sendable`: used only under the owning loop's lock (hence the
 /// unchecked exclusivity too).
 final class SignalledSources: @unchecked Sendable {
-    @exclusivity(unchecked) private var slots: UnsafeMutablePointer<Unmanaged<EvSource>>
-    @exclusivity(unchecked) private var capacity = 4
+    /// No buffer (capacity 0) until a source is first listed: a loop whose sources are never
+    /// signalled has none (48 bytes of heap a loop). Read through ``buffer`` once one is listed.
+    @exclusivity(unchecked) private var slots: UnsafeMutablePointer<Unmanaged<EvSource>>?
+    @exclusivity(unchecked) private var capacity = 0
     /// How many sources are listed.
     @exclusivity(unchecked) private(set) var count = 0
 
-    init() {
-        slots = .allocate(capacity: capacity)
-    }
-
     deinit {
+        guard let slots else { return }
         for slot in 0..<count { slots[slot].release() }
         slots.deallocate()
     }
 
     var isEmpty: Bool { count == 0 }
 
+    /// The buffer, for a caller that knows a source is (or is being) listed, so that it exists:
+    /// unchecked in optimised builds, where the list's paths cost what they did with a buffer
+    /// made up front.
+    @inline(__always)
+    private var buffer: UnsafeMutablePointer<Unmanaged<EvSource>> { slots.unsafelyUnwrapped }
+
     /// The source listed at `slot` (`0..<count`); the list keeps its reference.
-    subscript(slot: Int) -> EvSource { slots[slot].takeUnretainedValue() }
+    subscript(slot: Int) -> EvSource { buffer[slot].takeUnretainedValue() }
 
     /// Lists `source` unless it is listed already.
     func insert(_ source: EvSource) {
         guard source.signalledSlot < 0 else { return }
         if count == capacity { grow() }
-        (slots + count).initialize(to: .passRetained(source))
+        (buffer + count).initialize(to: .passRetained(source))
         source.signalledSlot = count
         count += 1
     }
@@ -44,10 +49,10 @@ final class SignalledSources: @unchecked Sendable {
         guard slot >= 0 else { return nil }
         source.signalledSlot = -1
         count -= 1
-        let taken = slots[slot]
+        let taken = buffer[slot]
         if slot < count {
-            let last = slots[count]
-            slots[slot] = last
+            let last = buffer[count]
+            buffer[slot] = last
             last._withUnsafeGuaranteedRef { $0.signalledSlot = slot }
         }
         return taken.takeRetainedValue()
@@ -57,18 +62,21 @@ final class SignalledSources: @unchecked Sendable {
     /// `accept` (called with the source borrowed, no retain) says so; `nil`, leaving it, if not.
     @inline(__always)
     func takeOnly(if accept: (EvSource) -> Bool) -> EvSource? {
-        let only = slots[0]
+        let only = buffer[0]
         guard only._withUnsafeGuaranteedRef(accept) else { return nil }
         only._withUnsafeGuaranteedRef { $0.signalledSlot = -1 }
         count = 0
         return only.takeRetainedValue()
     }
 
+    /// Doubles the buffer, or makes it (four places) for the first source listed.
     private func grow() {
-        let larger = UnsafeMutablePointer<Unmanaged<EvSource>>.allocate(capacity: capacity * 2)
-        larger.moveInitialize(from: slots, count: count)
-        slots.deallocate()
+        let larger = UnsafeMutablePointer<Unmanaged<EvSource>>.allocate(capacity: max(4, capacity * 2))
+        if let slots {
+            larger.moveInitialize(from: slots, count: count)
+            slots.deallocate()
+        }
         slots = larger
-        capacity *= 2
+        capacity = max(4, capacity * 2)
     }
 }

@@ -24,7 +24,6 @@ extension EvRunLoop {
     }
 
     private func resyncWatchers(for mode: Mode, _ state: inout LoopState) {
-        let backend = backend.value
         var wanted = state.existingModeState(mode)?.watchedSources ?? [:]
         for (id, source) in state.source1s {
             if case .signal = source.kind { wanted[id] = source }
@@ -54,10 +53,10 @@ extension EvRunLoop {
     }
 
     private func startWatcher(_ id: ObjectIdentifier, _ source: EvSource1Core, _ state: inout LoopState) {
-        let token = state.watches.tokens[id] ?? makeWatcher(for: source, backend.value)
+        let token = state.watches.tokens[id] ?? makeWatcher(for: source, backend)
         state.watches.tokens[id] = token
         state.watches.owners[token] = source
-        backend.value.startWatcher(token)
+        backend.startWatcher(token)
         state.watches.started.insert(id)
     }
 
@@ -71,7 +70,7 @@ extension EvRunLoop {
 
     /// Moves what the watchers reported during the last wait into the ready set (loop thread).
     func collectReadiness() {
-        let fired = backend.value.takeReady()
+        let fired = backend.takeReady()
         guard !fired.isEmpty else { return }
         state.withLock { state in
             for (token, events) in fired {
