@@ -105,19 +105,24 @@ extension EvRunLoop {
 
     /// This loop's counters now. Safe from any thread; costs a few loads, no lock.
     public var metrics: Metrics {
-        let longestKind = recorder.longestCalloutKind.load(ordering: .relaxed)
+        let collectsTiming = recorder.timing.load(ordering: .relaxed)
+        // Never timed: no record, every duration zero.
+        let timings = recorder.timings.load()
+        func nanoseconds(_ read: (LoopRecorder.Timings) -> Int64) -> Duration {
+            .nanoseconds(timings.map(read) ?? 0)
+        }
         return Metrics(
             iterations: recorder.iterations.load(ordering: .relaxed),
             sleeps: recorder.sleeps.load(ordering: .relaxed),
             callouts: calloutCounts,
-            collectsTiming: recorder.timing.load(ordering: .relaxed),
-            timeAsleep: .nanoseconds(recorder.asleepNanoseconds.load(ordering: .relaxed)),
-            timeAwake: .nanoseconds(recorder.awakeNanoseconds.load(ordering: .relaxed)),
-            longestCallout: .nanoseconds(recorder.longestCalloutNanoseconds.load(ordering: .relaxed)),
-            longestCalloutKind: CalloutKind(rawValue: longestKind),
-            timedTimerFirings: recorder.timedTimerFirings.load(ordering: .relaxed),
-            totalTimerLateness: .nanoseconds(recorder.timerLatenessNanoseconds.load(ordering: .relaxed)),
-            maxTimerLateness: .nanoseconds(recorder.maxTimerLatenessNanoseconds.load(ordering: .relaxed)))
+            collectsTiming: collectsTiming,
+            timeAsleep: nanoseconds { $0.asleepNanoseconds.load(ordering: .relaxed) },
+            timeAwake: nanoseconds { $0.awakeNanoseconds.load(ordering: .relaxed) },
+            longestCallout: nanoseconds { $0.longestCalloutNanoseconds.load(ordering: .relaxed) },
+            longestCalloutKind: CalloutKind(rawValue: timings?.longestCalloutKind.load(ordering: .relaxed) ?? 0),
+            timedTimerFirings: timings?.timedTimerFirings.load(ordering: .relaxed) ?? 0,
+            totalTimerLateness: nanoseconds { $0.timerLatenessNanoseconds.load(ordering: .relaxed) },
+            maxTimerLateness: nanoseconds { $0.maxTimerLatenessNanoseconds.load(ordering: .relaxed) })
     }
 
     private var calloutCounts: CalloutCounts {
@@ -139,7 +144,13 @@ extension EvRunLoop {
     /// Safe from any thread.
     public var collectsTimingMetrics: Bool {
         get { recorder.timing.load(ordering: .relaxed) }
-        set { recorder.timing.store(newValue, ordering: .relaxed) }
+        set {
+            if newValue {
+                recorder.startTiming()
+            } else {
+                recorder.timing.store(false, ordering: .relaxed)
+            }
+        }
     }
 
     /// The kind of the innermost callout running on the loop's thread now, `nil` when the loop

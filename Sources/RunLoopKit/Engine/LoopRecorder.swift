@@ -21,15 +21,36 @@ struct LoopRecorder: ~Copyable {
 
     /// Timing: on while ``EvRunLoop/collectsTimingMetrics`` is set.
     let timing = Atomic<Bool>(false)
-    let asleepNanoseconds = Atomic<Int64>(0)
-    let awakeNanoseconds = Atomic<Int64>(0)
-    /// When the loop last woke (or its outermost run began) while timing; 0: not known.
-    let awakeSince = Atomic<Int64>(0)
-    let longestCalloutNanoseconds = Atomic<Int64>(0)
-    let longestCalloutKind = Atomic<UInt8>(0)
-    let timedTimerFirings = Atomic<UInt64>(0)
-    let timerLatenessNanoseconds = Atomic<Int64>(0)
-    let maxTimerLatenessNanoseconds = Atomic<Int64>(0)
+    /// What timing measures, made the first time timing is turned on (``startTiming()``): a
+    /// loop that is never timed carries none of it (64 bytes of heap a loop). Read only after
+    /// ``timing`` was seen on, so the paths of an untimed loop do not look at it.
+    let timings = AtomicLazyReference<Timings>()
+
+    /// The durations timing measures; all zero until a timed event.
+    final class Timings: Sendable {
+        let asleepNanoseconds = Atomic<Int64>(0)
+        let awakeNanoseconds = Atomic<Int64>(0)
+        /// When the loop last woke (or its outermost run began) while timing; 0: not known.
+        let awakeSince = Atomic<Int64>(0)
+        let longestCalloutNanoseconds = Atomic<Int64>(0)
+        let longestCalloutKind = Atomic<UInt8>(0)
+        let timedTimerFirings = Atomic<UInt64>(0)
+        let timerLatenessNanoseconds = Atomic<Int64>(0)
+        let maxTimerLatenessNanoseconds = Atomic<Int64>(0)
+    }
+
+    /// Turns timing on, making its record first. Any thread.
+    func startTiming() {
+        if timings.load() == nil { _ = timings.storeIfNil(Timings()) }
+        timing.store(true, ordering: .relaxed)
+    }
+
+    /// The timing record while timing is on; `nil` when it is off (or, for an instant after it
+    /// was first turned on from another thread, not yet visible here).
+    @inline(__always)
+    private var activeTimings: Timings? {
+        timing.load(ordering: .relaxed) ? timings.load() : nil
+    }
 
     /// What a callout's end needs from its start.
     struct CalloutEntry {
@@ -69,11 +90,11 @@ struct LoopRecorder: ~Copyable {
     /// The callout begun with `entry` has returned.
     @inline(__always)
     func leave(_ entry: CalloutEntry) {
-        if entry.start != 0 {
+        if entry.start != 0, let timings = timings.load() {
             let duration = MonotonicTime.now().nanoseconds &- entry.start
-            if duration > longestCalloutNanoseconds.load(ordering: .relaxed) {
-                longestCalloutNanoseconds.store(duration, ordering: .relaxed)
-                longestCalloutKind.store(entry.kind.rawValue, ordering: .relaxed)
+            if duration > timings.longestCalloutNanoseconds.load(ordering: .relaxed) {
+                timings.longestCalloutNanoseconds.store(duration, ordering: .relaxed)
+                timings.longestCalloutKind.store(entry.kind.rawValue, ordering: .relaxed)
             }
         }
         current.store(entry.previous, ordering: .relaxed)
@@ -82,47 +103,47 @@ struct LoopRecorder: ~Copyable {
     /// The outermost run begins (timing only: reads the clock).
     @inline(__always)
     func outermostRunBegins() {
-        if timing.load(ordering: .relaxed) { awakeSince.store(MonotonicTime.now().nanoseconds, ordering: .relaxed) }
+        if let timings = activeTimings { timings.awakeSince.store(MonotonicTime.now().nanoseconds, ordering: .relaxed) }
     }
 
     /// The outermost run ends: its last awake stretch counts.
     @inline(__always)
     func outermostRunEnds() {
-        guard timing.load(ordering: .relaxed) else { return }
-        let since = awakeSince.load(ordering: .relaxed)
-        if since != 0 { add(MonotonicTime.now().nanoseconds &- since, to: awakeNanoseconds) }
-        awakeSince.store(0, ordering: .relaxed)
+        guard let timings = activeTimings else { return }
+        let since = timings.awakeSince.load(ordering: .relaxed)
+        if since != 0 { add(MonotonicTime.now().nanoseconds &- since, to: timings.awakeNanoseconds) }
+        timings.awakeSince.store(0, ordering: .relaxed)
     }
 
     /// The loop is about to sleep (R20 step 9); returns the clock when timing, else 0.
     @inline(__always)
     func sleepBegins() -> Int64 {
         bump(sleeps)
-        guard timing.load(ordering: .relaxed) else { return 0 }
+        guard let timings = activeTimings else { return 0 }
         let now = MonotonicTime.now().nanoseconds
-        let since = awakeSince.load(ordering: .relaxed)
-        if since != 0 { add(now &- since, to: awakeNanoseconds) }
+        let since = timings.awakeSince.load(ordering: .relaxed)
+        if since != 0 { add(now &- since, to: timings.awakeNanoseconds) }
         return now
     }
 
     /// The sleep begun at `start` (from ``sleepBegins()``) has ended.
     @inline(__always)
     func sleepEnds(_ start: Int64) {
-        guard start != 0 else { return }
+        guard start != 0, let timings = timings.load() else { return }
         let now = MonotonicTime.now().nanoseconds
-        add(now &- start, to: asleepNanoseconds)
-        awakeSince.store(now, ordering: .relaxed)
+        add(now &- start, to: timings.asleepNanoseconds)
+        timings.awakeSince.store(now, ordering: .relaxed)
     }
 
     /// A timer due at `fireDate` is about to be called out (timing only: reads the clock).
     @inline(__always)
     func timerFires(due fireDate: MonotonicTime) {
-        guard timing.load(ordering: .relaxed) else { return }
+        guard let timings = activeTimings else { return }
         let lateness = max(MonotonicTime.now().nanoseconds &- fireDate.nanoseconds, 0)
-        bump(timedTimerFirings)
-        add(lateness, to: timerLatenessNanoseconds)
-        if lateness > maxTimerLatenessNanoseconds.load(ordering: .relaxed) {
-            maxTimerLatenessNanoseconds.store(lateness, ordering: .relaxed)
+        bump(timings.timedTimerFirings)
+        add(lateness, to: timings.timerLatenessNanoseconds)
+        if lateness > timings.maxTimerLatenessNanoseconds.load(ordering: .relaxed) {
+            timings.maxTimerLatenessNanoseconds.store(lateness, ordering: .relaxed)
         }
     }
 }

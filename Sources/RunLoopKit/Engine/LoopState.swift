@@ -30,6 +30,11 @@ struct LoopState {
     var runs: [RunFrame] = []
     /// The deadline armed in the libev layer while the loop sleeps; `nil` while it is awake.
     var sleepDeadline: MonotonicTime?
+    // The two flags fill the padding after the optional above (8 bytes of the loop object).
+    /// True while the main loop drains libdispatch's main queue (R60).
+    var isServicingMainQueue = false
+    /// Set when the owning thread exits (R4).
+    var isDead = false
     /// Tie-breaker for equal timer fire dates (see ``nextSequence()``).
     var sequence: UInt64 = 0
     /// Tasks waiting in ``EvRunLoop/waitUntilStopped()``.
@@ -38,10 +43,6 @@ struct LoopState {
     var exitHooks = EvRunLoop.ExitHooks()
     /// How early to arm timer deadlines (see ``WakeLead``).
     var wakeLead = WakeLead()
-    /// True while the main loop drains libdispatch's main queue (R60).
-    var isServicingMainQueue = false
-    /// Set when the owning thread exits (R4).
-    var isDead = false
 
     init() {
         defaultMode = ModeState(.default)

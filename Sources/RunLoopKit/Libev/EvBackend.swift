@@ -63,10 +63,20 @@ final class EvBackend {
     @exclusivity(unchecked) var fallbackTimer: UnsafeMutablePointer<ev_timer>?
     /// libev's epoll descriptor, or -1 if it could not be told (see ``backendDescriptor(expected:holding:)``).
     private var backendFD: Int32 = -1
+    // The flags below fill the padding after `backendFD` rather than a word each (32 bytes of
+    // heap a loop, the object's allocation going down a size class).
+    private(set) var destroyed = false
+    /// An internal watcher was started since the last `ev_run`: libev calls `epoll_ctl` for it
+    /// only inside the next one, so that one must not block (see ``wait(poll:)``).
+    @exclusivity(unchecked) var hasUnflushedWatchers = false
+    /// Arming the timerfd failed (a ``WakeSignal/deadlineChanged`` request was taken, or the
+    /// loop's own ``setDeadline(_:)`` failed): ``armFallbackIfNeeded()`` retries or stands in
+    /// before the next wait.
+    @exclusivity(unchecked) var deadlineUnarmed = false
+    @exclusivity(unchecked) var fallbackTimerActive = false
     /// Set by the watcher callbacks during `ev_run`; read and cleared by `wait`. In the same
     /// allocation as ``wakeWatcher``, just after it (one heap block instead of two: 32 bytes a loop).
     let reasons: UnsafeMutablePointer<UInt32>
-    private(set) var destroyed = false
     /// Watchers of version-1 sources, by token (see EvBackend+Watchers.swift).
     var watchers: [Int: Watcher] = [:]
     var nextWatcherToken = 0
@@ -81,9 +91,6 @@ final class EvBackend {
     @exclusivity(unchecked) var ready: [(token: Int, events: Int32)] = []
     /// Internal watchers libev stopped with `EV_ERROR` (their `epoll_ctl` failed), with `errno`.
     @exclusivity(unchecked) var failedWatchers: [(watcher: UnsafeMutablePointer<ev_io>, errno: Int32)] = []
-    /// An internal watcher was started since the last `ev_run`: libev calls `epoll_ctl` for it
-    /// only inside the next one, so that one must not block (see ``wait(poll:)``).
-    @exclusivity(unchecked) var hasUnflushedWatchers = false
     /// Re-arms of internal watchers that failed again, in a row.
     @exclusivity(unchecked) var rearmFailures = 0
     /// `epoll_wait` failures reported by libev, in a row.
@@ -94,11 +101,6 @@ final class EvBackend {
     /// ``DeadlineState/settled`` as of the last change under `deadline`'s lock, read without it
     /// by ``setDeadline(_:)`` to skip an unchanged request (see there).
     let settled = Atomic<Int64>(DeadlineState().settled)
-    /// Arming the timerfd failed (a ``WakeSignal/deadlineChanged`` request was taken, or the
-    /// loop's own ``setDeadline(_:)`` failed): ``armFallbackIfNeeded()`` retries or stands in
-    /// before the next wait.
-    @exclusivity(unchecked) var deadlineUnarmed = false
-    @exclusivity(unchecked) var fallbackTimerActive = false
     /// Something the next wait must repair or flush before it may block or skip `ev_run`: a
     /// failed watcher, an unflushed one, an unarmed deadline, an active fallback timer. Plain
     /// fields of the loop's thread, so the usual wait (nothing to repair) reads no atomic and
