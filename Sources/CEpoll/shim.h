@@ -8,12 +8,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <stdint.h>
+#include <time.h>
 
-/// Blocks while `*word` holds `expected`, until `cepoll_futex_wake` on `word` (or a signal, or
-/// at once if `*word` differs). Process-private, no timeout. Returns 0, or -1 with errno set
-/// (EAGAIN: the word differed; EINTR: a signal).
-static inline long cepoll_futex_wait(uint32_t *word, uint32_t expected) {
-    return syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, (void *)0, (void *)0, 0);
+/// Blocks while `*word` holds `expected`, until `cepoll_futex_wake` on `word`, a signal, or
+/// `deadline` (absolute, CLOCK_MONOTONIC; NULL: none); at once if `*word` differs. Process-private.
+/// Returns 0, or -1 with errno set (EAGAIN: the word differed; EINTR: a signal; ETIMEDOUT).
+static inline long cepoll_futex_wait(uint32_t *word, uint32_t expected, const struct timespec *deadline) {
+    return syscall(SYS_futex, word, FUTEX_WAIT_BITSET_PRIVATE, expected, deadline, (void *)0, FUTEX_BITSET_MATCH_ANY);
 }
 
 /// Wakes one thread blocked in `cepoll_futex_wait` on `word`. Async-signal-safe.

@@ -295,12 +295,13 @@ func epollWaitFailsForGood() {
 /// Issue 11, a wake-up cycle makes no system call raw libev would not: 100 cycles of a
 /// signalled version-0 source and a wake-up from another thread, the loop running with no
 /// timeout. With no timer (`timer` false) the loop never calls `timerfd_settime` (before: a
-/// disarm every sleep), and it sleeps on its wake-up word, so it makes no `epoll_wait` at all
-/// (a futex wait and wake instead of libev's `epoll_wait`, eventfd `write` and `read`). With one
-/// far-off timer it sleeps in `epoll_wait` until the timerfd, which it sets once (the deadline
-/// never changes). A cycle polls once after handling the source (R20.9): that poll has no
-/// descriptor, eventfd or timerfd that could be ready, so it makes no `epoll_wait`: one per
-/// cycle, the sleep's (before: two). Counted on the loop's thread by rules that never inject.
+/// disarm every sleep); with one far-off timer, once (its deadline never changes). Either way it
+/// sleeps on its wake-up word, the deadline being more than a millisecond away, so a cycle makes
+/// no `epoll_wait` (a futex wait and wake instead of libev's `epoll_wait`, eventfd `write` and
+/// `read`; before: two per cycle, then one). Only making the timerfd, at the first sleep with
+/// the timer, takes an `epoll_wait` or two (the repair and the flush of its watcher). A cycle's
+/// poll after handling the source (R20.9) has no descriptor, eventfd or timerfd that could be
+/// ready, so it makes none either. Counted on the loop's thread by rules that never inject.
 func quietWakeUps(timer: Bool) {
     let handled = DispatchSemaphore(value: 0)
     let started = DispatchSemaphore(value: 0)
@@ -334,8 +335,7 @@ func quietWakeUps(timer: Bool) {
     while counts.withLock({ $0 }) == nil { usleep(1000) }
     let (settime, epollWait) = counts.withLock { $0! }
     let settimeLimit = timer ? 1 : 0
-    // The stop's wake-up adds a sleep; a few spare for wake-ups that found the eventfd written late.
-    let epollWaitLimit = timer ? cycles + 5 : 0
+    let epollWaitLimit = timer ? 2 : 0
     guard settime <= settimeLimit, epollWait <= epollWaitLimit else {
         fail("quiet wake-ups (timer: \(timer)): \(settime) timerfd_settime (at most \(settimeLimit)), \(epollWait) epoll_wait (at most \(epollWaitLimit)) for \(cycles) cycles")
     }

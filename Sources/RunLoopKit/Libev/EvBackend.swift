@@ -194,11 +194,12 @@ final class EvBackend {
     /// matters to no poll (the engine compares timers with the clock; an expired timerfd left
     /// unread still holds its date, which is what ``DeadlineState/armed`` says).
     ///
-    /// A sleep that nothing but a request can end (no deadline, no caller's descriptor, no main
-    /// queue: see ``mayBlockOnWord``) blocks on the ``WakeSignal``'s word with `futex_wait`, not
-    /// in `ev_run`: a wake-up then makes two system calls instead of three (`epoll_wait`, the
-    /// eventfd's `write` and `read`) and runs none of libev's dispatch. A deadline set from
-    /// another thread meanwhile (R44) brings it back to sleep in `epoll_wait` until the timerfd.
+    /// A sleep that only a request or the deadline can end (no caller's descriptor, no main
+    /// queue: see ``wordSleepPlan()``) blocks on the ``WakeSignal``'s word with `futex_wait`, not
+    /// in `ev_run`, until a millisecond before the deadline: a wake-up then makes two system
+    /// calls instead of three (`epoll_wait`, the eventfd's `write` and `read`) and runs none of
+    /// libev's dispatch. The last millisecond is slept in `epoll_wait` until the timerfd. A
+    /// deadline set from another thread meanwhile (R44) brings it back to plan again.
     func wait(poll: Bool) -> WakeReasons {
         reasons.pointee = 0
         if poll {
@@ -214,13 +215,14 @@ final class EvBackend {
                 if needsRepair { repair() }
                 let flushing = hasUnflushedWatchers
                 hasUnflushedWatchers = false
-                if !flushing && mayBlockOnWord {
+                if !flushing, let plan = wordSleepPlan() {
                     if !wake.beginSleep(onWord: true) {
                         // Pairs with WakeSignal.deadlineSet(): a deadline set from another
                         // thread is seen here, or that thread sees the loop on the word.
                         atomicMemoryFence(ordering: .sequentiallyConsistent)
-                        if settled.load(ordering: .relaxed) == MonotonicTime.distantFuture.nanoseconds { wake.sleepOnWord() }
+                        if settled.load(ordering: .relaxed) == plan.deadline { wake.sleepOnWord(until: plan.until) }
                     }
+                    // A timeout is no reason: the next round sleeps in epoll_wait until the timerfd.
                     takeWakeRequests(wake.endSleep())
                     if reasons.pointee != 0 { break }
                     continue
@@ -242,14 +244,31 @@ final class EvBackend {
         return WakeReasons(rawValue: reasons.pointee)
     }
 
-    /// Whether a sleep may block on the wake-up word instead of in `epoll_wait` (see
-    /// ``WakeSignal``): nothing that only epoll reports can end it — no deadline (the timerfd
-    /// disarmed, as asked), no caller's descriptor, no main queue watched, nothing to repair.
-    /// Signals arrive as request bits, so signal sources do not need epoll.
-    private var mayBlockOnWord: Bool {
-        settled.load(ordering: .relaxed) == MonotonicTime.distantFuture.nanoseconds && !needsRepair
-            && descriptors?.isEmpty != false && mainQueueWatcher.map({ clibev_is_active($0) == 0 }) != false
+    /// How a sleep may block on the wake-up word instead of in `epoll_wait` (see ``WakeSignal``),
+    /// or `nil` if it must not: when nothing that only epoll reports can end it — no caller's
+    /// descriptor, no main queue watched, nothing to repair — and the deadline (`deadline`, as
+    /// ``settled`` reads) is more than ``wordSleepMargin`` away or absent. It then blocks on the
+    /// word `until` that margin before the deadline (`nil`: no deadline), and the last stretch is
+    /// slept in `epoll_wait` for the timerfd: a futex's timeout is stretched by the thread's timer
+    /// slack (50 µs by default), the timerfd's is not. Signals arrive as request bits, so signal
+    /// sources do not need epoll.
+    @inline(__always)
+    private func wordSleepPlan() -> (deadline: Int64, until: Int64?)? {
+        if let descriptors, !descriptors.isEmpty { return nil }
+        if let mainQueueWatcher, clibev_is_active(mainQueueWatcher) != 0 { return nil }
+        if needsRepair { return nil }
+        let deadline = settled.load(ordering: .relaxed)
+        if deadline == MonotonicTime.distantFuture.nanoseconds { return (deadline, nil) }
+        // DeadlineState.unsettled (Int64.min) is in the past too.
+        let now = MonotonicTime.now().nanoseconds
+        guard deadline > now && deadline - now > Self.wordSleepMargin else { return nil }
+        return (deadline, deadline - Self.wordSleepMargin)
     }
+
+    /// How long before its deadline a sleep leaves the wake-up word for `epoll_wait` and the
+    /// timerfd (see ``wordSleepPlan()``): well above the timer slack and a virtual machine's
+    /// usual lateness, so the futex's timeout falls before the deadline.
+    static let wordSleepMargin: Int64 = 1_000_000
 
     /// Restarts failed watchers and stands in for an unarmed deadline (see EvBackend+Failures.swift).
     private func repair() {

@@ -10,10 +10,11 @@ import Musl
 /// way to end the loop's block, used only when the loop may be asleep.
 ///
 /// The loop blocks in one of two places (see ``EvBackend/wait(poll:)``). With nothing for epoll
-/// to report — no caller's descriptor, no main queue, no deadline — it blocks on the word itself
-/// (`futex_wait`), and a requester ends that with `futex_wake`: a wake-up then costs the two
-/// system calls of a futex and none of epoll's or libev's work. Otherwise it blocks in libev's
-/// `epoll_wait`, and a requester writes the eventfd that libev watches.
+/// to report — no caller's descriptor, no main queue, no deadline within a millisecond — it
+/// blocks on the word itself (`futex_wait`), and a requester ends that with `futex_wake`: a
+/// wake-up then costs the two system calls of a futex and none of epoll's or libev's work.
+/// Otherwise it blocks in libev's `epoll_wait`, and a requester writes the eventfd that libev
+/// watches.
 ///
 /// Why not libev's `ev_async`: libev creates its eventfd lazily, inside `ev_async_start`, and
 /// when that fails (no descriptor left) it falls back to `pipe`, retrying for ever through
@@ -42,7 +43,7 @@ final class WakeSignal: Sendable {
     /// The timerfd could not be armed (see ``EvBackend/setDeadline(_:)``).
     static let deadlineChanged: UInt32 = 1 << 2
     /// A deadline was set from another thread while the loop blocked on the word (see
-    /// ``deadlineSet()``): the loop comes back and blocks in epoll, where the timerfd can end it.
+    /// ``deadlineSet()``): the loop comes back and plans its sleep for the new deadline.
     static let deadlineMoved: UInt32 = 1 << 3
     /// Not a request: the loop's thread is about to block or blocked.
     static let sleeping: UInt32 = 1 << 31
@@ -79,8 +80,8 @@ final class WakeSignal: Sendable {
         return true  // awake, or an earlier requester woke it
     }
 
-    /// Another thread set a deadline (after storing it): a loop that blocks on the word, and so
-    /// sleeps without one, must come back and sleep until it. The fence pairs with the one in
+    /// Another thread set a deadline (after storing it): a loop that blocks on the word, planned
+    /// for the deadline before, must come back and plan again. The fence pairs with the one in
     /// ``EvBackend/wait(poll:)``, between the loop's announcement and its look at the deadline:
     /// either this look sees the loop on the word, or the loop's look sees the deadline.
     func deadlineSet() {
@@ -114,9 +115,16 @@ final class WakeSignal: Sendable {
     }
 
     /// The loop's thread, after ``beginSleep(onWord:)`` with `onWord` returned false: blocks
-    /// until a request (at once if one came meanwhile), or a signal interrupts it.
-    func sleepOnWord() {
-        _ = cepoll_futex_wait(UnsafeMutableRawPointer(word).assumingMemoryBound(to: UInt32.self), Self.asleep)
+    /// until a request (at once if one came meanwhile), a signal interrupts it, or `deadline`
+    /// (nanoseconds of `CLOCK_MONOTONIC`; `nil`: none) passes.
+    func sleepOnWord(until deadline: Int64?) {
+        let address = UnsafeMutableRawPointer(word).assumingMemoryBound(to: UInt32.self)
+        guard let deadline else {
+            _ = cepoll_futex_wait(address, Self.asleep, nil)
+            return
+        }
+        var limit = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        _ = cepoll_futex_wait(address, Self.asleep, &limit)
     }
 
     /// The loop's thread, awake again (or it never blocked): clears ``sleeping`` and takes the

@@ -109,7 +109,8 @@ import Testing
     /// Issue 11: a wake-up cycle makes no `timerfd_settime` for a deadline that did not change
     /// (none with no timer, one for a far-off timer, over 100 cycles), its poll after a handled
     /// source makes no `epoll_wait` when nothing it watches could be ready, and a loop with
-    /// nothing for epoll sleeps on its wake-up word, with no `epoll_wait` at all.
+    /// nothing for epoll and no deadline within a millisecond sleeps on its wake-up word, with no
+    /// `epoll_wait` at all.
     @Test func aWakeUpCycleMakesNoSystemCallLibevWouldNot() throws {
         try expectPass("quiet-wakeups")
         try expectPass("quiet-wakeups-timer")

@@ -3,12 +3,30 @@ import RunLoopKit
 import Testing
 import TestSupport
 
-/// A loop that has nothing for epoll to report — no deadline, no descriptor, no main queue —
-/// sleeps on its wake-up word (a futex) instead of in `epoll_wait`. Whatever reaches a loop
+/// A loop that has nothing for epoll to report — no descriptor, no main queue, no deadline
+/// within a millisecond — sleeps on its wake-up word (a futex) instead of in `epoll_wait`. Whatever reaches a loop
 /// sleeping in epoll must reach it there too: a timer added or re-dated from another thread, a
 /// descriptor source added from another thread, a signal. Each loop here runs with no timeout,
 /// so only what the test does can end its sleep; a watchdog stops a loop that slept through it.
 @Suite struct WordSleepTests {
+    /// R22, R46: a sleep for a timer 30 ms away blocks on the word until a millisecond before
+    /// the timer's date, then in epoll_wait until the timerfd: the timer fires at its date, not
+    /// before, and the word's timeout is not a wake-up (one AfterWaiting, the timer's).
+    @Test func R22_aSleepUntilATimerLeavesTheWordBeforeItsDateWithoutAWakeUp() {
+        let outcome = onLoopThread { loop -> (wakes: Int, early: Bool) in
+            let wakes = EventLog<Int>()
+            let date = ContinuousClock.now + .milliseconds(30)
+            let firedAt = Box<ContinuousClock.Instant?>(nil)
+            loop.add(EvTimer(after: .milliseconds(30)) { _ in firedAt.set(.now) }, forMode: .default)
+            loop.add(EvObserver(activities: .afterWaiting) { _, _ in wakes.append(1) }, forMode: .default)
+            // One-shot: the mode is empty once it fired. The timeout is only a safety net.
+            _ = loop.run(mode: .default, timeout: .seconds(30))
+            return (wakes.count, firedAt.get.map { $0 < date } ?? true)
+        }
+        #expect(outcome.wakes == 1)
+        #expect(!outcome.early)
+    }
+
     /// R44 on a loop whose timerfd exists (it slept once with a deadline): the other thread only
     /// sets the timerfd, and the loop must come back from the word to sleep until it. It does so
     /// inside the wait: the timer's firing is the one wake-up the observers see.
