@@ -60,7 +60,7 @@ extension EvRunLoop {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let registered = state.withLock { state in
                 guard !state.isDead else { return false }
-                state.stopWaiters.append(continuation)
+                state.madeWaiters().stopWaiters.append(continuation)
                 return true
             }
             if !registered { continuation.resume() }
@@ -69,9 +69,10 @@ extension EvRunLoop {
 
     /// Resumes everyone waiting in ``waitUntilStopped()``.
     func resumeStopWaiters() {
-        let waiters = state.withLock { state in
-            defer { state.stopWaiters = [] }
-            return state.stopWaiters
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            guard let waiters = state.waiters else { return [] }
+            defer { waiters.stopWaiters = [] }
+            return waiters.stopWaiters
         }
         for waiter in waiters { waiter.resume() }
     }

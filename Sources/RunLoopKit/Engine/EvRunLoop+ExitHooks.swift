@@ -45,8 +45,9 @@ extension EvRunLoop {
         state.withLock { state in
             // Not `isDead`, set when the teardown begins: a hook added meanwhile runs at its end,
             // so that whoever waits on it knows the teardown is complete.
-            guard !state.exitHooks.isClosed else { return nil }
-            return state.exitHooks.add(hook)
+            let waiters = state.madeWaiters()
+            guard !waiters.exitHooks.isClosed else { return nil }
+            return waiters.exitHooks.add(hook)
         }
     }
 
@@ -54,14 +55,14 @@ extension EvRunLoop {
     /// thread; does nothing if the hook already ran or was removed.
     func removeExitHook(_ id: ExitHookID) {
         // Released outside the lock: a hook's captures may run deinits that use the loop.
-        let removed = state.withLock { $0.exitHooks.remove(id) }
+        let removed = state.withLock { $0.waiters?.exitHooks.remove(id) }
         withExtendedLifetime(removed) {}
     }
 
     /// Runs every registered hook (the end of the teardown, on the exiting thread); no hook can
     /// be added after this.
     func runExitHooks() {
-        let hooks = state.withLock { $0.exitHooks.takeAll() }
+        let hooks = state.withLock { $0.madeWaiters().exitHooks.takeAll() }
         for hook in hooks { hook() }
     }
 }

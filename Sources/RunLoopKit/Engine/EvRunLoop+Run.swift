@@ -61,7 +61,7 @@ extension EvRunLoop {
         let result = iterate(run)
         notifyObservers(.exit, run)
         if run.frame == 0 { recorder.outermostRunEnds() }
-        state.withLock { _ = $0.runs.popLast() }
+        state.withLock { $0.runs.removeLast() }
         acceptsWakeUps.store(enclosingAcceptsWakeUps, ordering: .sequentiallyConsistent)
         if result == .stopped { resumeStopWaiters() }
         return result

@@ -46,11 +46,11 @@ extension EvRunLoop {
                 "EvRunLoop.add(_:forMode:): this EvSource is already scheduled in another run loop; a source belongs to one loop")
             let joining = modes.selecting { !sourceState.modes.contains($0) }
             guard !joining.isEmpty else { return [] }
+            // Listed while bound here (BoundSources): listed now if it was not bound before.
+            if sourceState.loop == nil { state.sources.insert(source) }
             sourceState.loop = self
             for mode in joining { sourceState.modes.append(mode) }
             for mode in joining where state.modeState(mode).changeSourceCount(by: 1) { notePassViewChanged() }
-            let id = ObjectIdentifier(source)
-            state.sources[id] = source
             if sourceState.isSignalled {
                 state.enqueueSignalled(source)
                 setHint(Hint.signalledSources)
@@ -67,7 +67,7 @@ extension EvRunLoop {
         let id = ObjectIdentifier(source)
         if sourceState.modes.isEmpty, state.commonSources[id] == nil {
             sourceState.loop = nil
-            state.sources.removeValue(forKey: id)
+            state.sources.remove(source)
             state.dequeueSignalled(source)
             if state.signalled.isEmpty { clearHint(Hint.signalledSources) }
         }

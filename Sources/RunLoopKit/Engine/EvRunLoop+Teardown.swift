@@ -3,7 +3,7 @@ extension EvRunLoop {
     /// were in, for their cancel callouts (R36).
     func detachAllItems(_ state: inout LoopState) -> [(EvSource, ModeList)] {
         var cancelled: [(EvSource, ModeList)] = []
-        for source in state.sources.values {
+        for source in state.sources.all {
             source.state.withLock { sourceState in
                 guard sourceState.loop === self else { return }
                 cancelled.append((source, sourceState.modes))
@@ -45,11 +45,10 @@ extension EvRunLoop {
                 observerState.loop = nil
             }
         }
-        let (stopWaiters, exitHooks) = (state.stopWaiters, state.exitHooks)
+        let waiters = state.waiters
         state = LoopState()
         state.isDead = true
-        state.stopWaiters = stopWaiters  // resumed once teardown is complete
-        state.exitHooks = exitHooks  // run then too
+        state.waiters = waiters  // stop waiters resumed and exit hooks run once teardown is complete
         return cancelled
     }
 }

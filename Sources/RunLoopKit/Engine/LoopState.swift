@@ -15,7 +15,7 @@ struct LoopState {
     var commonSources: [ObjectIdentifier: EvSource] = [:]
     var commonObservers: [(id: ObjectIdentifier, observer: EvObserver)] = []
     /// Every source in any mode (for teardown's cancel callouts, R4).
-    var sources: [ObjectIdentifier: EvSource] = [:]
+    var sources = BoundSources()
     /// Version-1 sources: all bound ones, those added to `.common`, and those ready but not yet
     /// handled (R37, R38).
     var source1s: [ObjectIdentifier: EvSource1Core] = [:]
@@ -27,7 +27,7 @@ struct LoopState {
     /// Signalled version-0 sources bound to this loop and not yet performed (R33, R35).
     let signalled = SignalledSources()
     /// The runs in progress, innermost last (R9, R27, R58).
-    var runs: [RunFrame] = []
+    var runs = RunStack()
     /// The deadline armed in the libev layer while the loop sleeps; `nil` while it is awake.
     var sleepDeadline: MonotonicTime?
     // The two flags fill the padding after the optional above (8 bytes of the loop object).
@@ -37,10 +37,8 @@ struct LoopState {
     var isDead = false
     /// Tie-breaker for equal timer fire dates (see ``nextSequence()``).
     var sequence: UInt64 = 0
-    /// Tasks waiting in ``EvRunLoop/waitUntilStopped()``.
-    var stopWaiters: [CheckedContinuation<Void, Never>] = []
-    /// What to do when the owning thread exits (see ``EvRunLoop/addExitHook(_:)``).
-    var exitHooks = EvRunLoop.ExitHooks()
+    /// Stop waiters and exit hooks, made when the first registers (see ``madeWaiters()``).
+    var waiters: LoopWaiters?
     /// How early to arm timer deadlines (see ``WakeLead``).
     var wakeLead = WakeLead()
 
@@ -86,6 +84,14 @@ struct LoopState {
         return lastRunMode
     }
 
+
+    /// ``waiters``, made now if it was not.
+    mutating func madeWaiters() -> LoopWaiters {
+        if let waiters { return waiters }
+        let made = LoopWaiters()
+        waiters = made
+        return made
+    }
 
     /// The modes an item added to `mode` lands in: the common set for `.common` (R12).
     func expand(_ mode: EvRunLoop.Mode) -> ModeList {
