@@ -12,7 +12,7 @@ enum InstructionOperation: String, CaseIterable, Codable, Sendable {
     /// for its callout (both threads' instructions, the driver's wait included).
     case wakeup
     /// The same with a timer due in a day in the loop's mode, so that every sleep has a
-    /// deadline (RunLoopKit then sleeps in `epoll_wait` until its timerfd, not on its futex).
+    /// deadline and every pass has a timer to look at (the wake-up figure's loop has none).
     case wakeupTimer = "wakeup-timer"
     /// One cross-thread perform: post a block plus a wake-up; the loop runs it (in a burst).
     case perform

@@ -160,6 +160,7 @@ extension EvRunLoop {
     /// timers' tolerances to fire several at once (R46); timers whose handler runs are skipped (R59).
     func nextTimerWakeUp(_ modeState: ModeState) -> MonotonicTime {
         guard modeState.timerCount > 0 else { return .distantFuture }
+        if let wake = modeState.timers.simpleWakeUp() { return wake }
         var firing: [TimerHeap.Entry] = []
         defer { for entry in firing { modeState.timers.push(entry) } }
         while let top = modeState.timers.peekLive() {
@@ -177,12 +178,12 @@ extension EvRunLoop {
     /// entry stale, so the outer step then skips it.
     func fireDueTimers(_ run: RunContext) {
         let modeState = run.modeState
-        let due: [TimerHeap.Entry] = state.withLock { _ in
-            guard let first = modeState.timers.peekLive() else { return [] }  // no clock read without timers
+        let due: [TimerHeap.Entry]? = state.withLock { _ in
+            guard let first = modeState.timers.earliestLiveDeadline() else { return nil }  // no clock read without timers
             let now = MonotonicTime.now()
             // Nothing due, the common case of a mode with timers: no array is touched (removing
-            // from an empty one still makes it unique, an allocation).
-            guard first.deadline <= now else { return [] }
+            // from an empty one still makes it unique, an allocation), none is returned either.
+            guard first <= now else { return nil }
             var taken: [TimerHeap.Entry] = []
             while let top = modeState.timers.peekLive(), top.deadline <= now {
                 modeState.timers.removeTop()
@@ -192,6 +193,7 @@ extension EvRunLoop {
             taken.removeAll { $0.timer.isFiring }  // in place: no second array
             return taken
         }
+        guard let due else { return }
         for entry in due { fire(entry, in: run.mode) }
     }
 

@@ -59,6 +59,25 @@ struct TimerHeap {
         return wake
     }
 
+    /// The earliest live entry's deadline, dropping stale entries on the way; `nil` when none.
+    /// Unlike ``peekLive()`` it copies no entry out, so it retains and releases no timer: the
+    /// timers step and the sleep ask it on every pass.
+    @inline(__always)
+    mutating func earliestLiveDeadline() -> MonotonicTime? {
+        guard !entries.isEmpty else { return nil }
+        if entries[0].isLive { return entries[0].deadline }
+        return dropStaleThenPeek()?.deadline
+    }
+
+    /// When to wake for the earliest live timer if that needs no walk (see
+    /// ``coalescedWakeUp(startingAt:)``): it is not firing and has no tolerance (the default).
+    /// `nil` when it has, or there is no live timer. Copies no entry out.
+    @inline(__always)
+    mutating func simpleWakeUp() -> MonotonicTime? {
+        guard let deadline = earliestLiveDeadline() else { return nil }
+        return entries[0].latest == deadline && !entries[0].timer.isFiring ? deadline : nil
+    }
+
     /// The earliest live entry, dropping stale ones on the way.
     ///
     /// The common cases (no timers, a live top) do not mutate: a mutating path here makes the
