@@ -72,7 +72,7 @@ extension EvRunLoop {
 
     func detachEverywhere(_ observer: EvObserver, _ state: inout LoopState, _ observerState: inout ObserverState) {
         let id = ObjectIdentifier(observer)
-        state.commonObservers.removeAll { $0.id == id }
+        if !state.commonObservers.isEmpty { state.commonObservers.removeAll { $0.id == id } }
         detach(observer, from: observerState.modes, &state, &observerState)
     }
 

@@ -18,7 +18,7 @@ extension EvRunLoop {
     /// mode, R14), calling its `cancel` handler once per mode it leaves (R36). Safe from any thread.
     public func remove(_ source: EvSource, forMode mode: Mode) {
         let left: ModeList = state.withLock { state in
-            let wasCommon = mode == .common && state.commonSources.removeValue(forKey: ObjectIdentifier(source)) != nil
+            let wasCommon = mode == .common && !state.commonSources.isEmpty && state.commonSources.removeValue(forKey: ObjectIdentifier(source)) != nil
             guard mode != .common || wasCommon else { return [] }
             return source.state.withLock { sourceState in
                 guard sourceState.loop === self else { return [] }
@@ -75,7 +75,7 @@ extension EvRunLoop {
     }
 
     func detachEverywhere(_ source: EvSource, _ state: inout LoopState, _ sourceState: inout SourceState) {
-        state.commonSources.removeValue(forKey: ObjectIdentifier(source))
+        if !state.commonSources.isEmpty { state.commonSources.removeValue(forKey: ObjectIdentifier(source)) }
         _ = detach(source, from: sourceState.modes, &state, &sourceState)
     }
 

@@ -24,7 +24,7 @@ extension EvRunLoop {
     /// mode (R14). Removing it from one named mode leaves it in the others. Safe from any thread.
     public func remove(_ timer: EvTimer, forMode mode: Mode) {
         state.withLock { state in
-            let wasCommon = mode == .common && state.commonTimers.removeValue(forKey: ObjectIdentifier(timer)) != nil
+            let wasCommon = mode == .common && !state.commonTimers.isEmpty && state.commonTimers.removeValue(forKey: ObjectIdentifier(timer)) != nil
             guard mode != .common || wasCommon else { return }
             timer.state.withLock { timerState in
                 guard timerState.loop === self else { return }
@@ -88,7 +88,7 @@ extension EvRunLoop {
         let leaving = modes.selecting { timerState.modes.contains($0) }
         guard !leaving.isEmpty else { return }
         timerState.modes.remove(leaving)
-        let isCommon = !state.commonTimers.isEmpty && state.commonTimers[ObjectIdentifier(timer)] != nil
+        let isCommon = state.isCommonTimer(timer)
         if timerState.modes.isEmpty && !isCommon {
             timer.invalidateHeapEntries()
             timerState.loop = nil
@@ -101,7 +101,7 @@ extension EvRunLoop {
     /// Takes `timer` out of every mode and the common items: invalidation and a one-shot's fire
     /// (R43, R45). Its list of modes is handed over whole, with nothing to select or rebuild.
     func detachEverywhere(_ timer: EvTimer, _ state: inout LoopState, _ timerState: inout TimerState) {
-        if !state.commonTimers.isEmpty { state.commonTimers.removeValue(forKey: ObjectIdentifier(timer)) }
+        state.forgetCommonTimer(timer)
         timer.invalidateHeapEntries()
         timerState.loop = nil
         let leaving = timerState.modes

@@ -25,7 +25,7 @@ extension EvRunLoop {
     public func remove(_ source: any EvVersion1Source, forMode mode: Mode) {
         let core = source.source1Core(for: "EvRunLoop.remove(_:forMode:)")
         state.withLock { state in
-            let wasCommon = mode == .common && state.commonSource1s.removeValue(forKey: ObjectIdentifier(core)) != nil
+            let wasCommon = mode == .common && !state.commonSource1s.isEmpty && state.commonSource1s.removeValue(forKey: ObjectIdentifier(core)) != nil
             guard mode != .common || wasCommon else { return }
             core.state.withLock { sourceState in
                 guard sourceState.loop === self else { return }

@@ -10,18 +10,11 @@ struct LoopState {
     /// R11: the common set besides the default mode, which always is in it (``isCommon(_:)``);
     /// never shrinks. Empty, with no storage, until a mode is made common.
     var otherCommonModes: Set<EvRunLoop.Mode> = []
-    /// R12: items added to `.common`, in the order they were added.
-    var commonTimers: [ObjectIdentifier: EvTimer] = [:]
-    var commonSources: [ObjectIdentifier: EvSource] = [:]
-    var commonObservers: [(id: ObjectIdentifier, observer: EvObserver)] = []
+    /// The common items (R12) and the version-1 sources (R37, R38), made at the first of them
+    /// (see ``ItemTables``; LoopState's properties of the same names read and change them).
+    var tables: ItemTables?
     /// Every source in any mode (for teardown's cancel callouts, R4).
     var sources = BoundSources()
-    /// Version-1 sources: all bound ones, those added to `.common`, and those ready but not yet
-    /// handled (R37, R38).
-    var source1s: [ObjectIdentifier: EvSource1Core] = [:]
-    var commonSource1s: [ObjectIdentifier: EvSource1Core] = [:]
-    var readySource1s: [ObjectIdentifier: EvSource1Core] = [:]
-    var readySequence: UInt64 = 0
     /// The libev watchers of version-1 sources, kept in step with the running mode (loop thread).
     var watches = WatchSet()
     /// Signalled version-0 sources bound to this loop and not yet performed (R33, R35).

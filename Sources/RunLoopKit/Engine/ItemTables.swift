@@ -1,0 +1,85 @@
+/// A loop's tables of common items (R12) and of version-1 sources (R37, R38), in an object of
+/// their own made when the first entry is added: many loops have neither, and then carry one
+/// pointer instead of seven fields (48 bytes of every loop object).
+///
+/// ``LoopState`` reads and changes them through properties of the same names, as it did when
+/// they were its own fields: reading with no tables gives an empty one; changing one makes the
+/// tables first. A caller that only removes checks `isEmpty` first, so a removal from a loop
+/// that has none makes nothing.
+///
+/// `@unchecked Sendable`: read and written only under the owning loop's lock, like the
+/// ``LoopState`` that holds it (a loop's state is never copied, so the tables are never shared).
+final class ItemTables: @unchecked Sendable {
+    /// R12: items added to `.common`, in the order they were added.
+    var commonTimers: [ObjectIdentifier: EvTimer] = [:]
+    var commonSources: [ObjectIdentifier: EvSource] = [:]
+    var commonObservers: [(id: ObjectIdentifier, observer: EvObserver)] = []
+    /// Version-1 sources: all bound ones, those added to `.common`, and those ready but not yet
+    /// handled (R37, R38).
+    var source1s: [ObjectIdentifier: EvSource1Core] = [:]
+    var commonSource1s: [ObjectIdentifier: EvSource1Core] = [:]
+    var readySource1s: [ObjectIdentifier: EvSource1Core] = [:]
+    var readySequence: UInt64 = 0
+}
+
+extension LoopState {
+    /// ``tables``, made now if there were none.
+    private mutating func madeTables() -> ItemTables {
+        if let tables { return tables }
+        let made = ItemTables()
+        tables = made
+        return made
+    }
+
+    var commonTimers: [ObjectIdentifier: EvTimer] {
+        get { tables?.commonTimers ?? [:] }
+        _modify { yield &madeTables().commonTimers }
+    }
+
+    var commonSources: [ObjectIdentifier: EvSource] {
+        get { tables?.commonSources ?? [:] }
+        _modify { yield &madeTables().commonSources }
+    }
+
+    var commonObservers: [(id: ObjectIdentifier, observer: EvObserver)] {
+        get { tables?.commonObservers ?? [] }
+        _modify { yield &madeTables().commonObservers }
+    }
+
+    var source1s: [ObjectIdentifier: EvSource1Core] {
+        get { tables?.source1s ?? [:] }
+        _modify { yield &madeTables().source1s }
+    }
+
+    var commonSource1s: [ObjectIdentifier: EvSource1Core] {
+        get { tables?.commonSource1s ?? [:] }
+        _modify { yield &madeTables().commonSource1s }
+    }
+
+    var readySource1s: [ObjectIdentifier: EvSource1Core] {
+        get { tables?.readySource1s ?? [:] }
+        _modify { yield &madeTables().readySource1s }
+    }
+
+    var readySequence: UInt64 {
+        get { tables?.readySequence ?? 0 }
+        _modify { yield &madeTables().readySequence }
+    }
+}
+
+extension LoopState {
+    /// Whether `timer` was added to `.common` (R12). Asked on every timer's removal, so it reads
+    /// the tables in place: no empty table is made for a loop that has none.
+    @inline(__always)
+    func isCommonTimer(_ timer: EvTimer) -> Bool {
+        guard let tables, !tables.commonTimers.isEmpty else { return false }
+        return tables.commonTimers[ObjectIdentifier(timer)] != nil
+    }
+
+    /// Takes `timer` out of the common items if it is there (R14), as ``isCommonTimer(_:)`` reads.
+    @inline(__always)
+    func forgetCommonTimer(_ timer: EvTimer) {
+        guard let tables, !tables.commonTimers.isEmpty else { return }
+        tables.commonTimers.removeValue(forKey: ObjectIdentifier(timer))
+    }
+}
