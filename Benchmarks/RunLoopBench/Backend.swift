@@ -65,6 +65,13 @@ protocol TimerHoldingLoop: RunningLoop {
     func holdFarOffTimer()
 }
 
+/// A running loop that can also watch a descriptor, so that it sleeps in `epoll_wait`.
+protocol DescriptorWatchingLoop: RunningLoop {
+    /// From any thread: makes the loop watch the read end of a pipe that is never written, and
+    /// returns once it does. The pipe is closed when the loop stops.
+    func watchIdleDescriptor()
+}
+
 /// Times of one add-then-cancel pass over many timers (scenario `scaling`).
 struct ChurnTimes: Sendable {
     var addNs: UInt64

@@ -14,6 +14,10 @@ enum InstructionOperation: String, CaseIterable, Codable, Sendable {
     /// The same with a timer due in a day in the loop's mode, so that every sleep has a
     /// deadline and every pass has a timer to look at (the wake-up figure's loop has none).
     case wakeupTimer = "wakeup-timer"
+    /// The same with an idle descriptor watched (a pipe never written): RunLoopKit then sleeps
+    /// in `epoll_wait` through libev, as a loop with an `EvFileDescriptorSource` does, instead of
+    /// on its futex.
+    case wakeupDescriptor = "wakeup-descriptor"
     /// One cross-thread perform: post a block plus a wake-up; the loop runs it (in a burst).
     case perform
     /// One actor hop round trip from a task to an actor on the loop's executor and back.
@@ -37,6 +41,7 @@ enum InstructionOperation: String, CaseIterable, Codable, Sendable {
         case .wakeup, .perform: [.runloopkit, .libev, .cf, .nio, .dispatch]
         case .actorhop: [.runloopkit, .nio, .dispatch]
         case .wakeupTimer, .timerAdd, .timerCancel, .modeswitch: [.runloopkit, .libev, .cf]
+        case .wakeupDescriptor: [.runloopkit, .libev]
         case .blocksStep, .timerModes: [.runloopkit, .cf]
         }
     }
@@ -66,7 +71,7 @@ struct InstructionWorkload {
 
     private func measure() {
         switch operation {
-        case .wakeup, .wakeupTimer: wakeups()
+        case .wakeup, .wakeupTimer, .wakeupDescriptor: wakeups()
         case .perform: performs()
         case .actorhop: hops()
         case .timerAdd, .timerCancel:
@@ -106,6 +111,10 @@ struct InstructionWorkload {
         if operation == .wakeupTimer {
             guard let holder = loop as? any TimerHoldingLoop else { fatalError("\(backend.rawValue) cannot hold a timer") }
             holder.holdFarOffTimer()
+        }
+        if operation == .wakeupDescriptor {
+            guard let watcher = loop as? any DescriptorWatchingLoop else { fatalError("\(backend.rawValue) cannot watch a descriptor") }
+            watcher.watchIdleDescriptor()
         }
         func cycle() {
             pause(ns: pauseNs)

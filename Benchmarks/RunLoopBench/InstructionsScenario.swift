@@ -108,7 +108,7 @@ struct InstructionsScenario {
     /// Short and long run lengths of `job`.
     private func counts(_ job: Job) -> (Int, Int) {
         let n = switch job.operation {
-        case .wakeup, .wakeupTimer, .actorhop: 200
+        case .wakeup, .wakeupTimer, .wakeupDescriptor, .actorhop: 200
         case .perform: 2000
         case .modeswitch: 500
         // CF walks the 200,000 pending blocks several times per run (W19): millions each.
@@ -205,6 +205,7 @@ struct InstructionsScenario {
     private static let labels: [InstructionOperation: String] = [
         .wakeup: "instructions per wake-up cycle",
         .wakeupTimer: "instructions per wake-up cycle, a timer pending",
+        .wakeupDescriptor: "instructions per wake-up cycle, a descriptor watched (epoll)",
         .perform: "instructions per cross-thread perform",
         .actorhop: "instructions per actor hop round trip",
         .timerAdd: "instructions per timer add",

@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// `@unchecked Sendable`: the loop and watchers are touched only by the loop thread after
 /// start, except `ev_async_send`, which libev documents as callable from any thread.
-final class LibevRunningLoop: TimerHoldingLoop, @unchecked Sendable {
+final class LibevRunningLoop: TimerHoldingLoop, DescriptorWatchingLoop, @unchecked Sendable {
     typealias Item = @Sendable () -> Void
 
     private let loop: OpaquePointer
@@ -18,6 +18,9 @@ final class LibevRunningLoop: TimerHoldingLoop, @unchecked Sendable {
     /// Started by ``holdFarOffTimer()`` only.
     private let farOffTimer = UnsafeMutablePointer<ev_timer>.allocate(capacity: 1)
     private var farOffTimerStarted = false
+    /// Started by ``watchIdleDescriptor()`` only, on the read end of `idlePipe`.
+    private let idleWatcher = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
+    private var idlePipe: [Int32] = []
     private let onSignal: @Sendable () -> Void
     private let queue = Mutex<[Item]>([])
     private var thread: BenchThread?
@@ -48,6 +51,7 @@ final class LibevRunningLoop: TimerHoldingLoop, @unchecked Sendable {
     deinit {
         for w in [sourceWatcher, queueWatcher, stopWatcher] { w.deallocate() }
         farOffTimer.deallocate()
+        idleWatcher.deallocate()
         ev_loop_destroy(loop)
     }
 
@@ -92,11 +96,31 @@ final class LibevRunningLoop: TimerHoldingLoop, @unchecked Sendable {
         started.wait()
     }
 
+    /// Starts the watcher on the loop's thread (libev is not thread-safe), through the queue.
+    func watchIdleDescriptor() {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { fatalError("pipe failed") }
+        idlePipe = ends
+        let readEnd = ends[0]
+        let started = DispatchSemaphore(value: 0)
+        let me = UnsafeSendable(self)
+        post({
+            clibev_io_init(me.value.idleWatcher, { _, _, _ in }, readEnd, Int32(EV_READ))
+            ev_io_start(me.value.loop, me.value.idleWatcher)
+            started.signal()
+        }, count: 1)
+        started.wait()
+    }
+
     func stop() {
         ev_async_send(loop, stopWatcher)
         thread?.join()
         for w in [sourceWatcher, queueWatcher, stopWatcher] { ev_async_stop(loop, w) }
         if farOffTimerStarted { ev_timer_stop(loop, farOffTimer) }
+        if !idlePipe.isEmpty {
+            ev_io_stop(loop, idleWatcher)
+            idlePipe.forEach { close($0) }
+        }
     }
 }
 

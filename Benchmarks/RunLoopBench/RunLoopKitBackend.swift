@@ -1,5 +1,6 @@
 #if canImport(RunLoopKit)
 import Dispatch
+import Foundation
 import RunLoopKit
 import Synchronization
 
@@ -122,7 +123,7 @@ extension RunLoopKitBackend: MainLoopBackend {
 
 /// RunLoopKit's side of `RunningLoop`: `EvRunLoop.current` of a dedicated thread, running the
 /// default mode with no deadline, with one `EvSource`.
-final class RunLoopKitRunningLoop: TimerHoldingLoop {
+final class RunLoopKitRunningLoop: TimerHoldingLoop, DescriptorWatchingLoop {
     /// What the loop thread and the driver share.
     private final class Control: Sendable {
         let stopRequested = Atomic<Bool>(false)
@@ -135,6 +136,8 @@ final class RunLoopKitRunningLoop: TimerHoldingLoop {
     private let source: EvSource
     private let control: Control
     private let thread: BenchThread
+    /// ``watchIdleDescriptor()``'s source and pipe.
+    private let idlePipe = Mutex<(EvFileDescriptorSource, Int32, Int32)?>(nil)
 
     /// Starts the loop on a new thread, pinned to `cpu` (by default the loop CPU, see `Pinning`).
     init(cpu: Int32? = Pinning.shared.loopCPU, onSignal: @escaping @Sendable () -> Void) {
@@ -168,6 +171,21 @@ final class RunLoopKitRunningLoop: TimerHoldingLoop {
         loop.add(EvTimer(after: .seconds(86_400)) { _ in }, forMode: .default)
     }
 
+    /// Adding is safe from any thread (R6): the loop wakes and starts the watcher; a block
+    /// performed after it runs once the loop has gone round.
+    func watchIdleDescriptor() {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0,
+              let source = try? EvFileDescriptorSource(fileDescriptor: ends[0], events: .readable, handler: { _ in })
+        else { fatalError("cannot make an idle descriptor source") }
+        idlePipe.withLock { $0 = (source, ends[0], ends[1]) }
+        loop.add(source, forMode: .default)
+        let watched = DispatchSemaphore(value: 0)
+        loop.perform(inModes: Self.postModes) { watched.signal() }
+        loop.wakeUp()
+        watched.wait()
+    }
+
     func post(_ item: @escaping @Sendable () -> Void, count: Int) {
         for _ in 0..<count {
             loop.perform(inModes: Self.postModes, item)
@@ -180,6 +198,11 @@ final class RunLoopKitRunningLoop: TimerHoldingLoop {
         // A stop that lands between two runs does nothing (R28); repeat until the thread is out.
         repeat { loop.stop() } while control.exited.wait(timeout: .now() + .milliseconds(20)) == .timedOut
         thread.join()
+        if let (source, readEnd, writeEnd) = idlePipe.withLock({ $0 }) {
+            source.invalidate()
+            close(readEnd)
+            close(writeEnd)
+        }
     }
 }
 #endif

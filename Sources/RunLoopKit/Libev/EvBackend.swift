@@ -86,7 +86,7 @@ final class EvBackend {
     @exclusivity(unchecked) var descriptors: DescriptorSet?
     var descriptorsWatcher: UnsafeMutablePointer<ev_io>?
     /// The main loop's watcher of libdispatch's main-queue eventfd (see EvBackend+MainQueue.swift).
-    var mainQueueWatcher: UnsafeMutablePointer<ev_io>?
+    @exclusivity(unchecked) var mainQueueWatcher: UnsafeMutablePointer<ev_io>?
     /// Tokens whose watchers fired during the last wait, with what fired.
     @exclusivity(unchecked) var ready: [(token: Int, events: Int32)] = []
     /// Internal watchers libev stopped with `EV_ERROR` (their `epoll_ctl` failed), with `errno`.
@@ -185,9 +185,9 @@ final class EvBackend {
     /// Sleeps until ``wakeUp()`` is called or the deadline set with ``setDeadline(_:)`` passes
     /// (R22); with `poll`, only looks and returns at once (R20.9).
     ///
-    /// A poll enters `ev_run` only when libev could have something to report: a caller's
-    /// descriptor watched in the ``DescriptorSet``, the main queue's eventfd, a watcher to
-    /// flush or repair, the fallback timer. Otherwise the poll's answers come from the request
+    /// A poll enters `ev_run` only when libev could have something to report: the main queue's
+    /// eventfd, a watcher to flush or repair, the fallback timer. Callers' descriptors are asked
+    /// directly, from their ``DescriptorSet``. Otherwise the poll's answers come from the request
     /// bits alone, as `ev_run` would give them: a wake-up or a signal is a request bit
     /// (the eventfd only wakes a sleeping loop, and a count left in it ends the next sleep's
     /// `ev_run` with nothing taken, which ``wait(poll:)`` sleeps again after), and the timerfd
@@ -203,10 +203,14 @@ final class EvBackend {
     func wait(poll: Bool) -> WakeReasons {
         reasons.pointee = 0
         if poll {
-            if needsRepair || descriptors?.isEmpty == false || mainQueueWatcher != nil {
+            if needsRepair || mainQueueWatcher != nil {
                 repair()
                 ev_run(loop, Int32(EVRUN_NOWAIT))
                 hasUnflushedWatchers = false
+            } else if let descriptors, !descriptors.isEmpty {
+                // Only callers' descriptors can be ready: their set answers without libev, one
+                // epoll_wait instead of libev's on its own set and then the descriptor set's.
+                for (token, events) in descriptors.collect() { noteReady(token, events) }
             }
             takeWakeRequests(wake.takeRequests())
         } else {
