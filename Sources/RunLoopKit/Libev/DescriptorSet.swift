@@ -53,11 +53,11 @@ final class DescriptorSet {
     init?() {
         descriptor = retryingEINTR { epoll_create1(Int32(EPOLL_CLOEXEC)) }
         if descriptor < 0 { return nil }
-        InternalDescriptors.insert([descriptor])
+        InternalDescriptors.insert(descriptor)
     }
 
     deinit {
-        InternalDescriptors.remove([descriptor])
+        InternalDescriptors.remove(descriptor)
         close(descriptor)
     }
 

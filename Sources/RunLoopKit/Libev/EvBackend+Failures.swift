@@ -81,7 +81,7 @@ extension EvBackend {
     func makeTimerDescriptor(_ state: inout DeadlineState) {
         let fd = retryingEINTR { timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC)) }
         guard fd >= 0 else { return }
-        InternalDescriptors.insert([fd])
+        InternalDescriptors.insert(fd)
         state.timerFD = fd
         state.armed = .distantFuture
         settled.store(state.settled, ordering: .relaxed)

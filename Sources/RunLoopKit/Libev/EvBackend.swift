@@ -144,7 +144,7 @@ final class EvBackend {
         wakeWatcher = watcherAndReasons.bindMemory(to: ev_io.self, capacity: 1)
         reasons = (watcherAndReasons + MemoryLayout<ev_io>.stride).bindMemory(to: UInt32.self, capacity: 1)
         reasons.initialize(to: 0)
-        InternalDescriptors.insert([wake.descriptor])
+        InternalDescriptors.insert(wake.descriptor)
 
         ev_set_userdata(loop, Unmanaged.passUnretained(self).toOpaque())
         clibev_io_init(wakeWatcher, { loop, watcher, revents in
@@ -173,7 +173,7 @@ final class EvBackend {
         rearmFailures = 0
         // Known only now that libev's epoll set holds the wake-up eventfd (see below).
         backendFD = Self.backendDescriptor(expected: expected, holding: wake.descriptor)
-        if backendFD >= 0 { InternalDescriptors.insert([backendFD]) }
+        if backendFD >= 0 { InternalDescriptors.insert(backendFD) }
     }
 
     /// The error for a failed creation call: out of descriptors, or the call and `errno` named.
@@ -309,7 +309,7 @@ final class EvBackend {
             defer { state.timerFD = -1 }
             return state.timerFD
         }
-        InternalDescriptors.remove([backendFD, wake.descriptor, timerFD].filter { $0 >= 0 })
+        for fd in [backendFD, wake.descriptor, timerFD] { InternalDescriptors.remove(fd) }
         ev_loop_destroy(loop)
         if timerFD >= 0 { close(timerFD) }
         wake.closeDescriptor()

@@ -7,20 +7,46 @@
 /// `EvFileDescriptorSource` refuses them, and ``DescriptorSet`` reports them failed should the
 /// number have become internal after the source was made. A number leaves the set before it is
 /// closed, so a caller never sees a closed number refused.
+///
+/// A bit per descriptor number, in words that grow to the highest number marked: descriptors
+/// are small numbers, so this is a few bytes per loop, with no hashing and no temporary
+/// collection per call. (A `Set<Int32>` grew with the number of loops through the standard
+/// library's resizing code, which first ran, and faulted in its pages, only once a process had
+/// many loops.)
 enum InternalDescriptors {
-    private static let descriptors = Locked<Set<Int32>>([])
+    private static let words = Locked<[UInt64]>([])
 
-    static func insert(_ fds: [Int32]) {
-        descriptors.withLock { $0.formUnion(fds) }
+    /// Marks `fd` (≥ 0) as internal.
+    static func insert(_ fd: Int32) {
+        let (word, bit) = position(of: fd)
+        words.withLock { words in
+            if word >= words.count {
+                // At least double, so that a process opening loop after loop grows it rarely.
+                let wanted = max(word + 1, 2 * words.count, 16)
+                words.append(contentsOf: repeatElement(0, count: wanted - words.count))
+            }
+            words[word] |= bit
+        }
     }
 
-    static func remove(_ fds: [Int32]) {
-        descriptors.withLock { $0.subtract(fds) }
+    /// Unmarks `fd`; a negative number (a descriptor that was never made) is skipped.
+    static func remove(_ fd: Int32) {
+        guard fd >= 0 else { return }
+        let (word, bit) = position(of: fd)
+        words.withLock { words in
+            if word < words.count { words[word] &= ~bit }
+        }
     }
 
     /// Whether `fd` is one of a run loop's own descriptors.
     static func contains(_ fd: Int32) -> Bool {
-        descriptors.withLock { $0.contains(fd) }
+        guard fd >= 0 else { return false }
+        let (word, bit) = position(of: fd)
+        return words.withLock { word < $0.count && $0[word] & bit != 0 }
+    }
+
+    private static func position(of fd: Int32) -> (word: Int, bit: UInt64) {
+        (Int(fd) >> 6, 1 << UInt64(fd & 63))
     }
 }
 

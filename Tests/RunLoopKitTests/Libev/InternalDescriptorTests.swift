@@ -63,6 +63,51 @@ import TestSupport
         }
     }
 
+    /// The record of loops' descriptors grows with the numbers it holds: a loop whose descriptors
+    /// are numbered past 2,000 (beyond the record's first size) has them refused, and once its
+    /// thread has exited the same numbers, reused by the caller, are accepted. In a child
+    /// process, which raises its descriptor limit and fills the low numbers.
+    @Test func highNumberedDescriptorsAreRefusedWhileTheirLoopLives() async {
+        await #expect(processExitsWith: .success) {
+            var limit = rlimit()
+            getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+            guard limit.rlim_max >= 2_100 else { exit(0) }  // nothing to test under a low hard limit
+            limit.rlim_cur = limit.rlim_max
+            guard setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { exit(10) }
+            DescriptorSnapshot.settleLibdispatch()
+            let filler = open("/dev/null", O_RDONLY)
+            guard filler >= 0 else { exit(11) }
+            while true {
+                let fd = dup(filler)
+                guard fd >= 0 else { exit(11) }
+                if fd >= 2_000 { break }
+            }
+            let numbers = Mutex<(eventfd: Int32, epoll: Int32)>((-1, -1))
+            let refusedWhileAlive = Atomic<Int>(0)
+            let thread = spawnThread {
+                _ = try? EvRunLoop.forCurrentThread()
+                // libev's epoll set is the one watching an eventfd numbered past 2,000.
+                guard let (epoll, targets) = currentEpollTargets().first(where: { $0.key >= 2_000 }),
+                    let eventfd = targets.first(where: { $0 >= 2_000 }) else { exit(12) }
+                numbers.withLock { $0 = (eventfd, epoll) }
+                for fd in [eventfd, epoll] where fd >= 2_000 {
+                    if (try? EvFileDescriptorSource(fileDescriptor: fd, events: .readable) { _ in }) == nil {
+                        refusedWhileAlive.add(1, ordering: .relaxed)
+                    }
+                }
+            }
+            pthread_join(thread, nil)
+            guard refusedWhileAlive.load(ordering: .relaxed) == 2 else { exit(13) }
+            // The loop is gone and its numbers closed: the caller's new descriptors reuse them.
+            let (eventfdNumber, epollNumber) = numbers.withLock { $0 }
+            for number in [eventfdNumber, epollNumber] {
+                let fd = eventfd(0, 0)
+                guard fd == number || dup2(fd, number) == number else { exit(14) }
+                guard (try? EvFileDescriptorSource(fileDescriptor: number, events: .readable) { _ in }) != nil else { exit(15) }
+            }
+        }
+    }
+
     /// A loop learns libev's epoll descriptor by noting the lowest free number just before libev
     /// makes it. Another thread may take that number in between: the loop must then not claim it,
     /// or that thread's own epoll set (or whatever later reuses the number) is refused as a run
