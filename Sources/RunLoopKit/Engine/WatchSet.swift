@@ -4,13 +4,44 @@
 /// is watched for as long as it is in the loop, so the process's signal disposition does not
 /// flicker with the running mode. Changes made from other threads only mark the set stale; the
 /// loop's thread brings the watchers in step before it next waits (libev is not thread-safe).
+///
+/// The tables are in an object made when the first watcher is (most loops have no version-1
+/// source: 16 bytes of every loop object); reading them with none gives empty ones.
 struct WatchSet {
-    /// Backend watcher token per source, and the source per token.
-    var tokens: [ObjectIdentifier: Int] = [:]
-    var owners: [Int: EvSource1Core] = [:]
-    var started: Set<ObjectIdentifier> = []
     /// The mode the started watchers belong to; `nil` forces a resync.
     var syncedMode: EvRunLoop.Mode?
+    private var tables: Tables?
+
+    /// `@unchecked Sendable`: used only under the owning loop's lock, like the set.
+    private final class Tables: @unchecked Sendable {
+        var tokens: [ObjectIdentifier: Int] = [:]
+        var owners: [Int: EvSource1Core] = [:]
+        var started: Set<ObjectIdentifier> = []
+    }
+
+    private mutating func madeTables() -> Tables {
+        if let tables { return tables }
+        let made = Tables()
+        tables = made
+        return made
+    }
+
+    /// Backend watcher token per source, and the source per token.
+    var tokens: [ObjectIdentifier: Int] {
+        get { tables?.tokens ?? [:] }
+        _modify { yield &madeTables().tokens }
+    }
+
+    var owners: [Int: EvSource1Core] {
+        get { tables?.owners ?? [:] }
+        _modify { yield &madeTables().owners }
+    }
+
+    /// The sources whose watchers run now.
+    var started: Set<ObjectIdentifier> {
+        get { tables?.started ?? [] }
+        _modify { yield &madeTables().started }
+    }
 }
 
 extension EvRunLoop {

@@ -77,11 +77,8 @@ final class EvBackend {
     /// Set by the watcher callbacks during `ev_run`; read and cleared by `wait`. In the same
     /// allocation as ``wakeWatcher``, just after it (one heap block instead of two: 32 bytes a loop).
     let reasons: UnsafeMutablePointer<UInt32>
-    /// Watchers of version-1 sources, by token (see EvBackend+Watchers.swift).
-    var watchers: [Int: Watcher] = [:]
-    var nextWatcherToken = 0
-    /// Started signal watchers: the tokens watching each signal.
-    var signalTokens: [Int32: Set<Int>] = [:]
+    /// The watchers of version-1 sources, made with the first (see ``WatcherTables``).
+    var watcherTables: WatcherTables?
     /// Callers' descriptors, watched in a set of the loop's own (made at first use).
     @exclusivity(unchecked) var descriptors: DescriptorSet?
     var descriptorsWatcher: UnsafeMutablePointer<ev_io>?
