@@ -97,7 +97,7 @@ extension EvRunLoop {
                 mainQueueHasWork = sleep(run, poll: poll, &view)
                 if !poll { notifyObservers(.afterWaiting, run) }
             }
-            if refreshed(&view, run).hasTimers { fireDueTimers(run) }
+            if refreshed(&view, run).hasTimers && MonotonicTime.now() >= view.timersDueFrom { fireDueTimers(run, &view) }
             servicedMainQueue = mainQueueHasWork && run.servicesMainQueue
             if servicedMainQueue {
                 serviceMainQueue()

@@ -67,12 +67,12 @@ extension EvRunLoop {
         timerState.modes.append(mode)
         let latest = timerState.latestFireDate
         let sequence = state.nextSequence()
-        let joined = Self.unretained(state.modeState(mode))._withUnsafeGuaranteedRef { modeState in
-            modeState.timers.push(timer, at: timerState.fireDate, latest: latest, sequence: sequence)
+        let (joined, comesFirst) = Self.unretained(state.modeState(mode))._withUnsafeGuaranteedRef { modeState in
+            let comesFirst = modeState.timers.push(timer, at: timerState.fireDate, latest: latest, sequence: sequence)
             modeState.timers.compactIfMostlyStale(liveCount: modeState.timerCount + 1)
-            return modeState.timerJoined()
+            return (modeState.timerJoined(), comesFirst)
         }
-        if joined { notePassViewChanged() }
+        if joined || comesFirst { notePassViewChanged() }  // PassView.timersDueFrom
         rearmIfSleeping(for: mode, at: latest, &state)
     }
 
@@ -139,10 +139,12 @@ extension EvRunLoop {
         let latest = timerState.latestFireDate
         for mode in timerState.modes {
             let sequence = state.nextSequence()
-            Self.unretained(state.modeState(mode))._withUnsafeGuaranteedRef { modeState in
-                modeState.timers.push(timer, at: timerState.fireDate, latest: latest, sequence: sequence)
+            let comesFirst = Self.unretained(state.modeState(mode))._withUnsafeGuaranteedRef { modeState in
+                let comesFirst = modeState.timers.push(timer, at: timerState.fireDate, latest: latest, sequence: sequence)
                 modeState.timers.compactIfMostlyStale(liveCount: modeState.timerCount)
+                return comesFirst
             }
+            if comesFirst { notePassViewChanged() }  // PassView.timersDueFrom
             rearmIfSleeping(for: mode, at: latest, &state)
         }
     }
@@ -176,14 +178,24 @@ extension EvRunLoop {
     /// The due entries stay in the heap while they wait their turn, so that a run nested in an
     /// earlier timer's callout finds them due and fires them itself (R40, R58); firing makes an
     /// entry stale, so the outer step then skips it.
-    func fireDueTimers(_ run: RunContext) {
+    ///
+    /// It tells `view` when the mode's earliest timer is due, so that the passes until then skip
+    /// the step without the lock (see ``PassView/timersDueFrom``).
+    func fireDueTimers(_ run: RunContext, _ view: inout PassView) {
         let modeState = run.modeState
         let due: [TimerHeap.Entry]? = state.withLock { _ in
-            guard let first = modeState.timers.earliestLiveDeadline() else { return nil }  // no clock read without timers
+            guard let first = modeState.timers.earliestLiveDeadline() else {  // no clock read without timers
+                view.timersDueFrom = .distantFuture
+                return nil
+            }
             let now = MonotonicTime.now()
             // Nothing due, the common case of a mode with timers: no array is touched (removing
             // from an empty one still makes it unique, an allocation), none is returned either.
-            guard first <= now else { return nil }
+            guard first <= now else {
+                view.timersDueFrom = first  // stale entries above it are dropped: nothing earlier
+                return nil
+            }
+            view.timersDueFrom = PassView.unknownDueDate  // firing reschedules: look again next pass
             var taken: [TimerHeap.Entry] = []
             while let top = modeState.timers.peekLive(), top.deadline <= now {
                 modeState.timers.removeTop()

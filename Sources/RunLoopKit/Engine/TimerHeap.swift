@@ -25,16 +25,24 @@ struct TimerHeap {
 
     var count: Int { entries.count }
 
+    /// The earliest entry's deadline, stale or live; `nil` when empty. No entry is due before it.
+    var topDeadline: MonotonicTime? { entries.isEmpty ? nil : entries[0].deadline }
+
     /// Schedules `timer` at `deadline` (fire no later than `latest`) with its current generation.
-    mutating func push(_ timer: EvTimer, at deadline: MonotonicTime, latest: MonotonicTime, sequence: UInt64) {
+    /// Returns whether its deadline comes before every entry's the heap held (see ``PassView``).
+    @discardableResult
+    mutating func push(_ timer: EvTimer, at deadline: MonotonicTime, latest: MonotonicTime, sequence: UInt64) -> Bool {
+        let comesFirst = entries.isEmpty || deadline < entries[0].deadline
         let generation = timer.heapGeneration.load(ordering: .relaxed)
         // A mode's first timer makes room for a few: growing one entry at a time from nothing
         // costs an allocation, a copy and a free at one, two and four entries.
         if entries.capacity == 0 { entries.reserveCapacity(8) }
         entries.append(Entry(deadline: deadline, latest: latest, sequence: sequence, generation: generation, timer: timer))
         siftUp(entries.count - 1)
+        return comesFirst
     }
 
+    /// Puts back an entry taken out (its deadline is no earlier than the one it was taken behind).
     mutating func push(_ entry: Entry) {
         push(entry.timer, at: entry.deadline, latest: entry.latest, sequence: entry.sequence)
     }

@@ -194,6 +194,35 @@ import Testing
         if fired.count == 2 { #expect(fired[1].duration(to: fired[0]) == .seconds(1)) }
     }
 
+    /// R40, R44: a far-off timer re-dated to now from a source's callout fires in the same pass
+    /// (the timers step after the source, with no BeforeWaiting between), although the passes
+    /// before had learnt that nothing could be due for an hour and skip the step until then.
+    @Test func R44_aTimerReDatedToNowInACalloutFiresInThatPass() {
+        let outcome = onLoopThread { loop -> (result: EvRunLoop.RunResult, log: [String]) in
+            let log = EventLog<String>()
+            let timer = EvTimer(after: .seconds(3600)) { _ in
+                log.append("timer")
+                EvRunLoop.current.stop()
+            }
+            let source = EvSource {
+                log.append("source")
+                timer.fireDate = .now
+            }
+            loop.add(timer, forMode: .default)
+            loop.add(source, forMode: .default)
+            loop.add(EvObserver(activities: .beforeWaiting) { _, _ in log.append("beforeWaiting") }, forMode: .default)
+            // Two passes that find no timer due, then the source: a perform wakes the loop for it.
+            loop.perform(inModes: [.default]) {
+                loop.perform(inModes: [.default]) { source.signal() }
+                loop.wakeUp()
+            }
+            let result = loop.run(mode: .default, timeout: .seconds(10))
+            return (result, log.all)
+        }
+        #expect(outcome.result == .stopped)
+        #expect(outcome.log.suffix(2) == ["source", "timer"])
+    }
+
     @Test func R44_fireDateSetFromAnotherThreadRearmsTheSleepingLoop() {
         let beforeWaiting = Latch()
         let outcome = onLoopThread { loop -> (result: EvRunLoop.RunResult, fires: Int, wakes: Int) in
