@@ -64,6 +64,46 @@ import Testing
         }
     }
 
+    /// R4, R36: at thread exit, every source still bound gets its cancel callouts, whatever the
+    /// order sources were added and removed in (the loop keeps its first bound source apart from
+    /// the others: here the first leaves, and a later one takes its place), and sources that left
+    /// get none.
+    @Test func R4_threadExitCancelsEverySourceStillBoundAndNoOther() {
+        let cancels = EventLog<String>()
+        @Sendable func source(_ name: String) -> EvSource {
+            EvSource(cancel: { _, mode in cancels.append("\(name) \(mode.name)") }, perform: {})
+        }
+        let (a, b, c, d) = (source("a"), source("b"), source("c"), source("d"))
+        let other = EvRunLoop.Mode("r4.bound")
+        let releasedOnRemoval = Box(false)
+        let thread = JoinableTestThread {
+            let loop = EvRunLoop.current
+            loop.add(a, forMode: .default)
+            loop.add(b, forMode: .default)
+            loop.add(c, forMode: .default)
+            loop.remove(a, forMode: .default)  // the first bound source leaves
+            loop.add(d, forMode: other)  // and a later one is bound in its place
+            loop.remove(b, forMode: .default)
+            loop.add(b, forMode: other)  // unbound, then bound again
+            c.invalidate()
+            loop.add(a, forMode: other)  // the first one bound again
+            // A source that leaves is no longer held by the loop.
+            weak var released: EvSource?
+            do {
+                let e = source("e")
+                released = e
+                loop.add(e, forMode: .default)
+                loop.remove(e, forMode: .default)
+            }
+            releasedOnRemoval.set(released == nil)
+        }
+        #expect(thread.join())
+        #expect(releasedOnRemoval.get)
+        #expect(cancels.count == 7)
+        #expect(Set(cancels.all) == ["a kCFRunLoopDefaultMode", "b kCFRunLoopDefaultMode", "c kCFRunLoopDefaultMode",
+                                     "e kCFRunLoopDefaultMode", "a r4.bound", "b r4.bound", "d r4.bound"])
+    }
+
     @Test func R4_threadExitCancelsItsSourcesAndReleasesItsItems() {
         let cancels = EventLog<(sameLoop: Bool, mode: EvRunLoop.Mode)>()
         let loopBox = Box<EvRunLoop?>(nil)
