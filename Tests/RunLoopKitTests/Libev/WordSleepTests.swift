@@ -124,13 +124,15 @@ import TestSupport
     }
 }
 
-/// Stops `loop` if the test has not cancelled it within 10 s, and says so.
-private final class Watchdog: Sendable {
+/// Stops `loop` if the test has not cancelled it within 10 s, and says so. `@unchecked
+/// Sendable`: `thread` is written by `init` and read by `cancel()`, on the test's thread.
+private final class Watchdog: @unchecked Sendable {
     private let done = Latch()
     private let didFire = Box(false)
+    private var thread: pthread_t?
 
     init(_ loop: EvRunLoop) {
-        spawnThread { [done, didFire] in
+        thread = spawnThread { [done, didFire] in
             guard !done.wait(timeout: 10) else { return }
             didFire.set(true)
             loop.stop()
@@ -138,7 +140,13 @@ private final class Watchdog: Sendable {
     }
 
     var fired: Bool { didFire.get }
-    func cancel() { done.open() }
+
+    /// Ends the watch and joins the watchdog's thread.
+    func cancel() {
+        done.open()
+        if let thread { pthread_join(thread, nil) }
+        thread = nil
+    }
 }
 
 private func signalSource(_ signal: Int32, handler: @escaping @Sendable () -> Void) -> EvSignalSource {
