@@ -25,11 +25,12 @@ extension EvBackend {
             state.requested = deadline
             return arm(deadline, &state)
         }
-        // A loop blocked on its wake-up word sleeps without a deadline: it must come back.
+        // A loop blocked on its wake-up word planned that sleep for the deadline before: it must
+        // come back and plan again.
         guard !armed else { return wake.deadlineSet() }
         // A request bit: the loop (asleep or about to sleep) does not block, takes it, and stands
         // in for the timerfd before its next wait. From the loop's own thread it is taken before
-        // any sleep too (``WakeSignal/beginSleep()`` sees it).
+        // any sleep too (``WakeSignal/beginSleep(onWord:)`` sees it).
         wake.request(WakeSignal.deadlineChanged)
     }
 

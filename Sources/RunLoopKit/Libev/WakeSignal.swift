@@ -135,7 +135,7 @@ final class WakeSignal: Sendable {
 
     /// Takes and clears the request bits while awake (loop's thread). A relaxed look first: a
     /// bit it misses was set after the look and is taken at the next one, before any sleep
-    /// (``beginSleep()`` sees it).
+    /// (``beginSleep(onWord:)`` sees it).
     func takeRequests() -> UInt32 {
         word.pointee.load(ordering: .relaxed) == 0 ? 0 : word.pointee.exchange(0, ordering: .acquiringAndReleasing) & ~Self.asleep
     }
