@@ -21,8 +21,9 @@ extension EvRunLoop {
             id = ModeNames.number(for: name)
         }
 
-        /// The mode numbered `id` in the table of names.
-        private init(id: Int) { self.id = id }
+        /// The mode numbered `id` in the table of names (internal for ``ModeList``, which keeps
+        /// its first two modes as numbers).
+        init(id: Int) { self.id = id }
 
         /// The mode's name.
         public var name: String { ModeNames.name(of: id) }
