@@ -59,6 +59,9 @@ final class EvThreadHandle: Sendable {
                 _ = GNUExtensions.setThreadName?(pthread_self(), bytes)
             }
             start.body()
+            // Before the thread may be marked detached: join() of a detached thread returns at
+            // once, and must find the loop gone as a real join would (R4).
+            ThreadRegistry.tearDownCurrentLoop()
             start.handle.bodyReturned()
             return nil
         }, start)

@@ -23,6 +23,17 @@ enum ThreadRegistry {
 
     private static let mainLoop = Locked<EvRunLoop?>(nil)
 
+    /// Tears the calling thread's loop down now, as the thread's exit would (R4), and forgets it.
+    /// For a thread whose end is awaited without a join (``EvThreadHandle`` detaches a thread
+    /// at the end of its body): the key's destructor runs only after that, so whoever saw the
+    /// thread detach could otherwise find its loop still alive. Asked for again on this thread,
+    /// the loop is made afresh and torn down at exit as usual.
+    static func tearDownCurrentLoop() {
+        guard let pointer = pthread_getspecific(key) else { return }
+        pthread_setspecific(key, nil)
+        Unmanaged<EvRunLoop>.fromOpaque(pointer).takeRetainedValue().tearDown()
+    }
+
     /// The calling thread's loop, if it has one (R3: asking nothing costs nothing).
     static func existingLoop() -> EvRunLoop? {
         guard let pointer = pthread_getspecific(key) else { return nil }
