@@ -10,18 +10,25 @@ import Foundation
 /// pages the first loop touches: about 380 KiB of RunLoopKit's text, 3.8 KiB a loop at 100
 /// loops) are not counted as per-loop memory.
 ///
+/// Each child is run ``childRuns`` times and each figure is the median of its runs: the kernel
+/// maps code pages 64 KiB at a time, so a page of a shared library touched first after the
+/// baseline moves one child's resident memory by 64 KiB, in any child (0.64 KiB a loop at 100
+/// loops), and a single child per backend made the 100-loop ratio swing by up to 0.1.
+///
 /// Measured at several loop counts because the cost per loop grows with the count: libev sizes
 /// each loop's descriptor table by the highest descriptor number it watches, and with N loops
 /// alive the last loop's descriptors are numbered near 2 N, so the tables add up to O(N²).
 struct FootprintScenario {
     var loopCounts: [Int]
+    /// Children per backend and loop count (odd: the median is one of them).
+    var childRuns = 5
 
     func run(_ backends: [any Backend]) -> [Figure] {
         let backends = backends.filter { $0.id != .libevIOURing }
         var figures: [Figure] = []
         for loops in loopCounts {
             log("footprint: \(loops) threads with no loop")
-            guard let bare = Self.child(backend: nil, loops: loops) else { continue }
+            guard let bare = medianChild(backend: nil, loops: loops) else { continue }
             var fds = Figure(id: "footprint.fds.\(loops)", scenario: "footprint",
                              label: "file descriptors per loop, \(loops) loops",
                              unit: "fds", better: .lower, goal: .atMost(3))
@@ -32,7 +39,7 @@ struct FootprintScenario {
                               label: "fds left open after \(loops) threads exit", unit: "fds", better: .lower)
             for backend in backends {
                 log("footprint: \(loops) threads with a \(backend.id.title) loop each")
-                guard let sample = Self.child(backend: backend.id, loops: loops) else { continue }
+                guard let sample = medianChild(backend: backend.id, loops: loops) else { continue }
                 fds.values[backend.id] = Double(sample.fds - bare.fds) / Double(loops)
                 rss.values[backend.id] = Double(sample.rssKiB - bare.rssKiB) / Double(loops)
                 left.values[backend.id] = Double(sample.fdsAfterExit - bare.fdsAfterExit)
@@ -49,6 +56,18 @@ struct FootprintScenario {
         var fds: Int
         var rssKiB: Int
         var fdsAfterExit: Int
+    }
+
+    /// ``childRuns`` children for `backend` (nil: bare threads); each field is the median of its
+    /// runs. Nil if any child fails.
+    private func medianChild(backend: BackendID?, loops: Int) -> Sample? {
+        var samples: [Sample] = []
+        for _ in 0..<childRuns {
+            guard let sample = Self.child(backend: backend, loops: loops) else { return nil }
+            samples.append(sample)
+        }
+        func median(_ field: (Sample) -> Int) -> Int { samples.map(field).sorted()[samples.count / 2] }
+        return Sample(fds: median(\.fds), rssKiB: median(\.rssKiB), fdsAfterExit: median(\.fdsAfterExit))
     }
 
     /// Runs `runloop-bench footprint-child` for `backend` (nil: bare threads) and decodes its

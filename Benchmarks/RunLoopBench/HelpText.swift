@@ -98,7 +98,9 @@ enum HelpText {
         and park. Bare parked threads in another child give the cost of the threads \
         alone, which is subtracted. Each child first makes and discards one loop \
         (the bare child: one thread), so one-time costs such as code pages are in \
-        its baseline, not counted per loop.
+        its baseline, not counted per loop. Every child runs 5 times and each figure \
+        is the median: a code page first touched after the baseline adds 64 KiB to \
+        one run of any child.
           footprint.fds.<N>        open fds per loop (/proc/self/fd), N = 100 1000 4000
           footprint.rss.<N>        resident KiB per loop (/proc/self/statm); grows with N: \
                                    libev sizes each loop's fd table by the highest fd \

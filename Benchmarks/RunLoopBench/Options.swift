@@ -196,7 +196,9 @@ struct BenchOptions: ParsableArguments {
                 + "loops are libev loops watching one descriptor too (the timerfd comes at a loop's first "
                 + "sleep with a deadline) and grow the same way; CF keeps no per-descriptor table. Each "
                 + "child makes and discards one loop before its baseline, so what the first loop costs once "
-                + "per process (code pages, lazily made runtime state) is not counted per loop.")
+                + "per process (code pages, lazily made runtime state) is not counted per loop; each child "
+                + "runs 5 times and the figure is the median, since a code page first touched after the "
+                + "baseline adds 64 KiB (the kernel's fault-around) to one run of any child.")
         }
         if scenarios.contains(.instructions) {
             notes.append("Instructions: valgrind's callgrind on a strip -g copy of the benchmark, counting "
