@@ -48,9 +48,9 @@ enum Callout {
     }
 
     @inline(never)
-    static func mainQueue(_ backend: EvBackend, on loop: EvRunLoop) {
+    static func mainQueue(_ waiter: any LoopWaiter, on loop: EvRunLoop) {
         let entry = loop.recorder.enter(.mainQueue)
-        backend.drainMainQueue()
+        waiter.drainMainQueue()
         loop.recorder.leave(entry)
     }
 

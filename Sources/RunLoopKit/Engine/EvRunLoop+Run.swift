@@ -39,7 +39,7 @@ extension EvRunLoop {
         }
         let pollOnly = timeout.map { $0 <= .zero } ?? false
         // The clock only when a deadline needs it (a poll's has always passed, R25).
-        let deadline = timeout.map { pollOnly ? MonotonicTime(nanoseconds: 0) : MonotonicTime.now().adding($0) } ?? .distantFuture
+        let deadline = timeout.map { pollOnly ? MonotonicTime(nanoseconds: 0) : waiter.now().adding($0) } ?? .distantFuture
         let (isDead, entered): (Bool, RunContext?) = state.withLock { state in
             // Its own thread can still reach a dead loop, from an exit hook (R4).
             if state.isDead { return (true, nil) }
@@ -88,7 +88,7 @@ extension EvRunLoop {
             if handledSource { performBlocks(run) }
             let poll = handledSource || run.pollOnly
             let mainQueueHasWork: Bool
-            if run.servicesMainQueue && !servicedMainQueue && backend.takeMainQueueSignal() {
+            if run.servicesMainQueue && !servicedMainQueue && waiter.takeMainQueueSignal() {
                 // R20.7, C114: straight to handling, no sleep; wake-ups end here as after a wait.
                 stopAcceptingWakeUps()
                 mainQueueHasWork = true
@@ -97,7 +97,7 @@ extension EvRunLoop {
                 mainQueueHasWork = sleep(run, poll: poll, &view)
                 if !poll { notifyObservers(.afterWaiting, run) }
             }
-            if refreshed(&view, run).hasTimers && MonotonicTime.now() >= view.timersDueFrom { fireDueTimers(run, &view) }
+            if refreshed(&view, run).hasTimers && waiter.now() >= view.timersDueFrom { fireDueTimers(run, &view) }
             servicedMainQueue = mainQueueHasWork && run.servicesMainQueue
             if servicedMainQueue {
                 serviceMainQueue()
@@ -114,7 +114,7 @@ extension EvRunLoop {
     /// R60: drains libdispatch's main queue; a run nested in one of its blocks leaves it alone.
     private func serviceMainQueue() {
         state.withLock { $0.isServicingMainQueue = true }
-        Callout.mainQueue(backend, on: self)
+        Callout.mainQueue(waiter, on: self)
         state.withLock { $0.isServicingMainQueue = false }
     }
 
@@ -122,38 +122,42 @@ extension EvRunLoop {
     /// a wake-up, a stop, a version-1 source or (main loop) the main queue; with `poll`, only
     /// looks. Returns whether the main queue signalled work.
     private func sleep(_ run: RunContext, poll: Bool, _ view: inout PassView) -> Bool {
-        if isMain { backend.watchMainQueue(run.servicesMainQueue) }
+        if isMain { waiter.watchMainQueue(run.servicesMainQueue) }
         // A poll takes the lock only to bring the watchers in step.
-        let plan: SleepPlan? = poll && refreshed(&view, run).watchersInStep ? nil : state.withLock { state in
+        let sleeps = poll && refreshed(&view, run).watchersInStep ? false : state.withLock { state in
             syncWatchers(for: run.mode, &state)
             // A ready version-1 source (a port with messages) is like a kernel event already there.
             // A run already stopped must not sleep: the wake-up of its stop() may have been taken
             // by a run nested in the same iteration (R27).
-            if poll || hasReadySource1(run, &state) || backend.hasReady || state.runs[run.frame].isStopped { return nil }
-            return armDeadline(run, &state)
+            if poll || hasReadySource1(run, &state) || waiter.hasReady || state.runs[run.frame].isStopped { return false }
+            // Planned under the lock: a timer added from another thread from now on moves it (R44).
+            waiter.planSleep(sleepDeadline(run))
+            return true
         }
         let reasons: WakeReasons
-        if let plan {
+        if sleeps {
             waiting.store(true, ordering: .releasing)
             let asleepSince = recorder.sleepBegins()
-            reasons = withBackend { $0.wait(poll: false) }
+            reasons = waiter.sleep()
             recorder.sleepEnds(asleepSince)
             stopAcceptingWakeUps()  // C52: the post-wait half
-            let earlyFor: MonotonicTime? = state.withLock { state in
-                // Re-armed meanwhile for a timer re-dated or added from another thread (R44): that
-                // timer is due now, and the planned one may be far off; nothing to wait out.
-                let rearmed = state.sleepDeadline != plan.armed
-                state.sleepDeadline = nil
-                return reasons.contains(.deadline) && !rearmed ? finishDeadlineWakeUp(plan, &state) : nil
-            }
-            if let earlyFor { waitAwake(until: earlyFor) }
             waiting.store(false, ordering: .releasing)
         } else {
-            reasons = withBackend { $0.wait(poll: true) }
+            reasons = waiter.poll()
             stopAcceptingWakeUps()  // C52: a poll counts as the wait
         }
-        if backend.hasReady { collectReadiness() }
-        return reasons.contains(.mainQueue) && backend.takeMainQueueSignal()
+        if waiter.hasReady { collectReadiness() }
+        return reasons.contains(.mainQueue) && waiter.takeMainQueueSignal()
+    }
+
+    /// When the sleep must end by itself: the mode's next timer or the run's timeout, whichever
+    /// is first (loop thread, lock held).
+    @inline(__always)
+    private func sleepDeadline(_ run: RunContext) -> SleepDeadline {
+        guard run.modeState.timerCount > 0 else { return SleepDeadline(date: run.deadline) }
+        let next = nextTimerWakeUp(run.modeState)
+        guard next.date <= run.deadline && next.date != .distantFuture else { return SleepDeadline(date: run.deadline) }
+        return SleepDeadline(date: next.date, interval: next.interval, precise: preciseTimers.load(ordering: .relaxed))
     }
 
     /// C52: the pass's wait has returned, and wake-ups are dropped until the next pass begins.
@@ -182,7 +186,7 @@ extension EvRunLoop {
     private func result(of run: RunContext, handledSource: Bool, mayBeEmpty: Bool, stopsSeen: inout UInt64) -> RunResult? {
         if handledSource && run.returnAfterSourceHandled { return .handledSource }
         if run.pollOnly { return .timedOut }  // R25: CF's deadline of a poll is in the past
-        if run.deadline != .distantFuture, MonotonicTime.now() >= run.deadline { return .timedOut }
+        if run.deadline != .distantFuture, waiter.now() >= run.deadline { return .timedOut }
         let stops = stopRequests.load(ordering: .acquiring)
         if stops == stopsSeen && !mayBeEmpty { return nil }
         stopsSeen = stops

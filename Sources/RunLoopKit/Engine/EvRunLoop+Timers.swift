@@ -149,28 +149,29 @@ extension EvRunLoop {
         }
     }
 
-    /// A timer now due before the armed deadline of the running mode moves the deadline: the
-    /// timerfd is re-armed from this thread, so the sleeping loop need not be woken (R44).
+    /// A timer of the running mode now due before the planned sleep's deadline moves it: the
+    /// wait re-arms from this thread, so the sleeping loop need not be woken (R44).
     @inline(__always)
     private func rearmIfSleeping(for mode: Mode, at date: MonotonicTime, _ state: inout LoopState) {
-        guard let deadline = state.sleepDeadline, date < deadline, state.runs.last?.mode == mode else { return }
-        state.sleepDeadline = date
-        backend.setDeadline(date)
+        guard state.runs.last?.mode == mode else { return }
+        waiter.bringDeadlineForward(to: date)
     }
 
     /// When the loop must wake for `mode`'s timers: the earliest fire date, delayed within the
-    /// timers' tolerances to fire several at once (R46); timers whose handler runs are skipped (R59).
-    func nextTimerWakeUp(_ modeState: ModeState) -> MonotonicTime {
-        guard modeState.timerCount > 0 else { return .distantFuture }
+    /// timers' tolerances to fire several at once (R46); timers whose handler runs are skipped
+    /// (R59). With it, the repeat interval of the timer that date is the fire date of, when no
+    /// other timer shares the wake-up (0 otherwise).
+    func nextTimerWakeUp(_ modeState: ModeState) -> (date: MonotonicTime, interval: Int64) {
+        guard modeState.timerCount > 0 else { return (.distantFuture, 0) }
         if let wake = modeState.timers.simpleWakeUp() { return wake }
         var firing: [TimerHeap.Entry] = []
         defer { for entry in firing { modeState.timers.push(entry) } }
         while let top = modeState.timers.peekLive() {
-            guard top.timer.isFiring else { return modeState.timers.coalescedWakeUp(startingAt: top) }
+            guard top.timer.isFiring else { return (modeState.timers.coalescedWakeUp(startingAt: top), 0) }
             modeState.timers.removeTop()
             firing.append(top)
         }
-        return .distantFuture
+        return (.distantFuture, 0)
     }
 
     /// R40–R45: fires every due timer of `mode`, in fire-date order, each once.
@@ -188,7 +189,7 @@ extension EvRunLoop {
                 view.timersDueFrom = .distantFuture
                 return nil
             }
-            let now = MonotonicTime.now()
+            let now = waiter.now()
             // Nothing due, the common case of a mode with timers: no array is touched (removing
             // from an empty one still makes it unique, an allocation), none is returned either.
             guard first <= now else {
@@ -217,7 +218,7 @@ extension EvRunLoop {
                 // Re-dated or moved by an earlier callout of this step: it fires if it is still due
                 // in this mode, decided now as CF's __CFRunLoopDoTimer does (R40).
                 if !entry.isLive {
-                    guard timerState.loop === self, timerState.modes.contains(mode), timerState.fireDate <= .now() else { return nil }
+                    guard timerState.loop === self, timerState.modes.contains(mode), timerState.fireDate <= waiter.now() else { return nil }
                 }
                 timer.isFiring = true
                 timerState.rescheduled = false
@@ -236,7 +237,7 @@ extension EvRunLoop {
                     if isBound { detachEverywhere(timer, &state, &timerState) }
                     timerState.isValid = false
                 } else if isBound, !timerState.rescheduled {  // R42; C80: a date set meanwhile always wins
-                    timerState.fireDate = Self.nextFireDate(after: firedDate, everyNanoseconds: timer.intervalNanoseconds, now: .now())
+                    timerState.fireDate = Self.nextFireDate(after: firedDate, everyNanoseconds: timer.intervalNanoseconds, now: waiter.now())
                     reschedule(timer, &timerState, &state)
                 }
             }

@@ -66,7 +66,7 @@ extension EvRunLoop {
             }
             state.watches.syncedMode = nil
             notePassViewChanged()
-            if core.hasPendingWork() { markReady(core, events: EvBackend.readable, &state, &sourceState) }
+            if core.hasPendingWork() { markReady(core, events: ReadinessBits.readable, &state, &sourceState) }
         }
     }
 
@@ -178,7 +178,7 @@ enum SignalOwnership {
             } else {
                 ForeignSignalOwner.refuseDispatchSource(for: signal, "EvRunLoop.add(_:forMode:)")
                 owners[signal] = (id, 1)
-                loop.backend.route(signal)
+                loop.waiter.route(signal)
             }
         }
     }
@@ -190,7 +190,7 @@ enum SignalOwnership {
                 owners[signal] = (owner.loop, owner.count - 1)
             } else {
                 owners[signal] = nil
-                loop.backend.unroute(signal)
+                loop.waiter.unroute(signal)
             }
         }
     }

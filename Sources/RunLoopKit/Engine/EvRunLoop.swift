@@ -19,15 +19,18 @@ public final class EvRunLoop: Sendable {
     /// Pending perform-blocks (R54–R57), under a lock of their own so that posting a block from
     /// another thread does not contend with the loop's phases. Lock order: ``state`` first.
     let pendingBlocks = Locked(BlockQueue())
-    /// The libev layer, held directly (no box object of its own: 32 bytes of heap per loop).
-    /// Unsafe, as ``EvBackend`` is not `Sendable`: ``EvBackend/wait(poll:)`` and
-    /// ``EvBackend/destroy()`` are called only on the loop's own thread; ``EvBackend/wakeUp()``
-    /// only through the loop's wake gate and ``EvBackend/setDeadline(_:)`` only under the loop's
-    /// lock, both of which exclude teardown.
-    nonisolated(unsafe) let backend: EvBackend
+    /// The wait (``EvBackend`` on libev; ``VirtualWaiter`` in tests), owned by ``waiterOwner``
+    /// and read without reference counting (the loop holds it as long as it lives). Unsafe, as a
+    /// waiter is not `Sendable`: its thread rules (``LoopWaiter``) are kept by the engine —
+    /// ``LoopWaiter/wakeUp()`` only through the loop's wake gate, the calls of other threads
+    /// only under the loop's lock, both of which exclude teardown.
+    nonisolated(unsafe) unowned(unsafe) let waiter: any LoopWaiter
+    private nonisolated(unsafe) let waiterOwner: any LoopWaiter
     /// Whether this is the main thread's loop, ``main`` (R2).
     public let isMain: Bool
     let waiting = Atomic<Bool>(false)
+    /// ``timerPrecision`` is ``TimerPrecision/precise``.
+    let preciseTimers = Atomic<Bool>(false)
     /// Whether ``wakeUp()`` reaches the libev layer now (CF's per-run "ignore wake-ups" flag,
     /// C51, C52): true from a run's start and from each pass's start until its wait returns;
     /// false while no run is in progress and in the post-wait half of a pass.
@@ -56,7 +59,15 @@ public final class EvRunLoop: Sendable {
 
     init(isMain: Bool) throws(EvRunLoopError) {
         self.isMain = isMain
-        backend = try EvBackend()
+        waiterOwner = try EvBackend()
+        waiter = waiterOwner
+    }
+
+    /// A loop that waits with `waiter` (a ``VirtualWaiter`` in tests); see ``ThreadRegistry/adopt(_:)``.
+    init(isMain: Bool, waiter: any LoopWaiter) {
+        self.isMain = isMain
+        waiterOwner = waiter
+        self.waiter = waiter
     }
 
     /// The calling thread's run loop, created on first use (R1).
@@ -120,7 +131,7 @@ public final class EvRunLoop: Sendable {
         // Wrapping: one locked add each, not a compare-and-swap loop around an overflow check
         // (the count cannot reach 2^63).
         if wakeGate.wrappingAdd(1, ordering: .acquiring).newValue < Self.wakeGateClosed {
-            withBackend { $0.wakeUp() }
+            waiter.wakeUp()
         }
         wakeGate.wrappingSubtract(1, ordering: .releasing)
     }
@@ -184,7 +195,7 @@ public final class EvRunLoop: Sendable {
         if wakeGate.add(Self.wakeGateClosed, ordering: .acquiringAndReleasing).newValue != Self.wakeGateClosed {
             while wakeGate.load(ordering: .acquiring) != Self.wakeGateClosed { sched_yield() }
         }
-        state.withLock { _ in backend.destroy() }
+        state.withLock { _ in waiter.destroy() }
         let dropped = pendingBlocks.withLock { $0.close() }
         clearHint(Hint.blocks | Hint.defaultBlocks)
         for work in dropped { work.dropped() }  // released (jobs handed on) with no lock held
@@ -193,13 +204,6 @@ public final class EvRunLoop: Sendable {
             for mode in modes { Callout.sourceCancel(source, self, mode) }
         }
         runExitHooks()
-    }
-
-    /// Calls `body` with the libev layer borrowed rather than retained (a retain and a release
-    /// per call saved): it lives as long as this loop, which the caller holds.
-    @inline(__always)
-    func withBackend<Result>(_ body: (EvBackend) -> Result) -> Result {
-        Unmanaged.passUnretained(backend)._withUnsafeGuaranteedRef(body)
     }
 
     /// Stops with a message naming `call` unless the calling thread owns this loop (R5).

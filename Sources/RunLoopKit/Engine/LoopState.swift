@@ -21,9 +21,6 @@ struct LoopState {
     let signalled = SignalledSources()
     /// The runs in progress, innermost last (R9, R27, R58).
     var runs = RunStack()
-    /// The deadline armed in the libev layer while the loop sleeps; `nil` while it is awake.
-    var sleepDeadline: MonotonicTime?
-    // The two flags fill the padding after the optional above (8 bytes of the loop object).
     /// True while the main loop drains libdispatch's main queue (R60).
     var isServicingMainQueue = false
     /// Set when the owning thread exits (R4).
@@ -32,8 +29,6 @@ struct LoopState {
     var sequence: UInt64 = 0
     /// Stop waiters and exit hooks, made when the first registers (see ``madeWaiters()``).
     var waiters: LoopWaiters?
-    /// How early to arm timer deadlines (see ``WakeLead``).
-    var wakeLead = WakeLead()
 
     init() {
         defaultMode = ModeState(.default)

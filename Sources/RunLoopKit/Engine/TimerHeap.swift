@@ -80,10 +80,12 @@ struct TimerHeap {
     /// When to wake for the earliest live timer if that needs no walk (see
     /// ``coalescedWakeUp(startingAt:)``): it is not firing and has no tolerance (the default).
     /// `nil` when it has, or there is no live timer. Copies no entry out.
+    /// With it, the timer's repeat interval: its later fire dates are this one plus whole intervals.
     @inline(__always)
-    mutating func simpleWakeUp() -> MonotonicTime? {
+    mutating func simpleWakeUp() -> (date: MonotonicTime, interval: Int64)? {
         guard let deadline = earliestLiveDeadline() else { return nil }
-        return entries[0].latest == deadline && !entries[0].timer.isFiring ? deadline : nil
+        let top = entries[0]
+        return top.latest == deadline && !top.timer.isFiring ? (deadline, top.timer.intervalNanoseconds) : nil
     }
 
     /// The earliest live entry, dropping stale ones on the way.

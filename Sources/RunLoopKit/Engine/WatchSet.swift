@@ -60,11 +60,11 @@ extension EvRunLoop {
             if case .signal = source.kind { wanted[id] = source }
         }
         for id in state.watches.started where wanted[id] == nil {
-            if let token = state.watches.tokens[id] { backend.stopWatcher(token) }
+            if let token = state.watches.tokens[id] { waiter.stopWatcher(token) }
             state.watches.started.remove(id)
         }
         for (id, token) in state.watches.tokens where state.source1s[id] == nil {
-            backend.removeWatcher(token)
+            waiter.removeWatcher(token)
             state.watches.tokens.removeValue(forKey: id)
             state.watches.owners.removeValue(forKey: token)
         }
@@ -84,24 +84,24 @@ extension EvRunLoop {
     }
 
     private func startWatcher(_ id: ObjectIdentifier, _ source: EvSource1Core, _ state: inout LoopState) {
-        let token = state.watches.tokens[id] ?? makeWatcher(for: source, backend)
+        let token = state.watches.tokens[id] ?? makeWatcher(for: source)
         state.watches.tokens[id] = token
         state.watches.owners[token] = source
-        backend.startWatcher(token)
+        waiter.startWatcher(token)
         state.watches.started.insert(id)
     }
 
-    private func makeWatcher(for source: EvSource1Core, _ backend: EvBackend) -> Int {
+    private func makeWatcher(for source: EvSource1Core) -> Int {
         switch source.kind {
-        case .fileDescriptor(let fd, let events): backend.addIOWatcher(fd: fd, events: events)
-        case .signal(let signal): backend.addSignalWatcher(signal: signal)
+        case .fileDescriptor(let fd, let events): waiter.addWatcher(.descriptor(fd: fd, events: events))
+        case .signal(let signal): waiter.addWatcher(.signal(signal))
         case .port: preconditionFailure("ports have no watcher")
         }
     }
 
     /// Moves what the watchers reported during the last wait into the ready set (loop thread).
     func collectReadiness() {
-        let fired = backend.takeReady()
+        let fired = waiter.takeReady()
         guard !fired.isEmpty else { return }
         state.withLock { state in
             for (token, events) in fired {

@@ -58,7 +58,7 @@ public final class EvMessagePort<Message: Sendable>: EvVersion1Source, Version1S
     public func send(_ message: Message) throws(EvSourceError) {
         try queue.append(message)
         let loop = source1Core.state.withLock { $0.loop }
-        loop?.markReady(source1Core, events: EvBackend.readable)
+        loop?.markReady(source1Core, events: ReadinessBits.readable)
     }
 
     /// Messages queued and not yet handled.

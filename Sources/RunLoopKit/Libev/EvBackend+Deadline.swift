@@ -6,74 +6,148 @@ import Glibc
 import Musl
 #endif
 
-/// The loop's single deadline, held by its timerfd (see ``EvBackend``).
+/// The loop's one deadline, held by its timerfd, which libev watches.
+///
+/// Why a timerfd and not an `ev_timer`: libev's epoll backend waits in whole milliseconds,
+/// rounding every timeout up, so a timer would fire up to a millisecond late; the timerfd wakes
+/// `epoll_wait` at its date, and any thread can re-arm it (R44) without waking the loop. Its
+/// price is one system call per fire that libev does not make: reading a repeating timerfd
+/// (so that epoll stops reporting it), or re-arming a one-shot one for the next deadline.
+/// It is made when the first sleep with a deadline is planned: libev sizes a loop's descriptor
+/// table by the highest number it watches, so a loop that never needs it watches one
+/// descriptor fewer.
 extension EvBackend {
-    /// Arms the deadline (absolute, `CLOCK_MONOTONIC`); ``MonotonicTime/distantFuture`` disarms it.
-    /// A deadline the timerfd already holds costs no system call. If the timerfd refuses, the
-    /// loop's next wait stands in for it with an `ev_timer`, so no wait sleeps past `deadline`.
-    func setDeadline(_ deadline: MonotonicTime) {
-        guard !destroyed else { return }
-        // The loop's own sleeps ask for the same deadline again and again (no timer: always
-        // distantFuture): then the lock is not taken either. Relaxed is enough: callers are
-        // serialised by EvRunLoop's lock, so each sees what the one before stored; the only
-        // store outside that lock is the loop's thread marking the timerfd disarmed once it
-        // expired and was read (or the fallback's), and a caller on another thread never asks
-        // for the date already asked for (EvRunLoop re-arms from other threads only for an
-        // earlier one, R44), while the loop's thread sees its own store.
-        if deadline.nanoseconds != DeadlineState.unsettled && settled.load(ordering: .relaxed) == deadline.nanoseconds { return }
-        let armed = self.deadline.withLock { state in
-            state.requested = deadline
-            return arm(deadline, &state)
+    /// Awake → planned (loop's thread, loop's lock held): the next ``sleep()`` ends by
+    /// `planned`'s date. The timerfd is set only when it does not hold that setting already.
+    func planSleep(_ planned: SleepDeadline) {
+        wake.plan()
+        let armed = deadline.withLock { state in
+            state.requested = planned
+            if state.timerFD < 0 && planned.date != .distantFuture { makeTimerDescriptor(&state) }
+            return arm(state.target, &state)
         }
-        // A loop blocked on its wake-up word planned that sleep for the deadline before: it must
-        // come back and plan again.
-        guard !armed else { return wake.deadlineSet() }
-        // A request bit: the loop (asleep or about to sleep) does not block, takes it, and stands
-        // in for the timerfd before its next wait. From the loop's own thread it is taken before
-        // any sleep too (``WakeSignal/beginSleep(onWord:)`` sees it).
-        wake.request(WakeSignal.deadlineChanged)
+        if !armed { deadlineUnarmed = true }
     }
 
-    /// Sets the timerfd to `deadline` unless it holds it already (caller holds `deadline`'s
-    /// lock and passes its state). Returns false when `timerfd_settime` failed; what the timerfd
-    /// holds is then unknown, so the next call sets it whatever it asks for. Returns false too
-    /// for a first finite deadline, before the timerfd is made: only the loop's thread makes it
-    /// and gives it to libev (``armFallbackIfNeeded()``).
-    func arm(_ deadline: MonotonicTime, _ state: inout DeadlineState) -> Bool {
-        defer { settled.store(state.settled, ordering: .relaxed) }
-        if state.armed == deadline { return true }  // also "no timerfd yet" for distantFuture
+    /// R44 (any thread, loop's lock held): a timer of the running mode is now due before the
+    /// planned deadline. The timerfd is re-armed from here, and the sleeping loop sleeps on to
+    /// the new date without waking; only a loop whose timerfd is not made yet, or cannot be
+    /// armed from here, is woken to do it itself.
+    func bringDeadlineForward(to date: MonotonicTime) {
+        guard !destroyed, wake.isPlanned else { return }
+        let armed: Bool? = deadline.withLock { state in
+            guard date < state.requested.date else { return nil }
+            state.requested = SleepDeadline(date: date)
+            return state.timerFD >= 0 && arm(state.target, &state)
+        }
+        if armed == false { wake.request(WakeSignal.deadlineNeedsLoop) }
+    }
+
+    /// The loop's thread, asked by ``bringDeadlineForward(to:)``: arms the deadline asked for,
+    /// making the timerfd if needed; the fallback timer holds it if that fails.
+    func armRequestedDeadline() {
+        let armed = deadline.withLock { state in
+            if state.timerFD < 0 && state.requested.date != .distantFuture { makeTimerDescriptor(&state) }
+            return arm(state.target, &state)
+        }
+        if !armed { deadlineUnarmed = true }
+    }
+
+    /// Sets the timerfd to `target` unless it holds it already (`deadline`'s lock held).
+    /// Returns false when that cannot be done: no timerfd for a finite date, or
+    /// `timerfd_settime` failed (what it holds is then unknown, so the next call sets it).
+    func arm(_ target: KernelTimerSetting, _ state: inout DeadlineState) -> Bool {
+        if state.armed == target { return true }  // also "no timerfd yet" for no deadline
         guard state.timerFD >= 0 else { return false }
         var spec = itimerspec()
-        if deadline != .distantFuture {
-            let ns = max(deadline.nanoseconds, 1)  // zero would disarm; the past fires at once
+        if target.date != .distantFuture {
+            let ns = max(target.date.nanoseconds, 1)  // zero would disarm; the past fires at once
             spec.it_value.tv_sec = Int(ns / 1_000_000_000)
             spec.it_value.tv_nsec = Int(ns % 1_000_000_000)
+            spec.it_interval.tv_sec = Int(target.interval / 1_000_000_000)
+            spec.it_interval.tv_nsec = Int(target.interval % 1_000_000_000)
         }
+        // Setting a timerfd also clears an expiry not read yet: it is readable no more.
         let armed = retryingEINTR { timerfd_settime(state.timerFD, Int32(TFD_TIMER_ABSTIME), &spec, nil) } == 0
-        state.armed = armed ? deadline : nil
+        state.armed = armed ? target : nil
         return armed
+    }
+
+    /// Makes the timerfd and has libev watch it (loop's thread, `deadline`'s lock held). If the
+    /// process has no descriptor left (or the kernel refuses), it stays unmade: the fallback
+    /// timer holds this deadline, and the next one tries again.
+    func makeTimerDescriptor(_ state: inout DeadlineState) {
+        let fd = retryingEINTR { timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC)) }
+        guard fd >= 0 else { return }
+        InternalDescriptors.insert(fd)
+        state.timerFD = fd
+        state.armed = .disarmed
+        // Made once: the timerfd stays until the loop is destroyed.
+        let watcher = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
+        clibev_io_init(watcher, { loop, watcher, revents in
+            guard let loop, let watcher else { return }
+            let backend = EvBackend.of(loop)
+            if revents & EvBackend.failed != 0 { return backend.internalWatcherFailed(watcher) }
+            backend.deadline.withLock { state in state.expired(reading: watcher.pointee.fd) }
+            backend.reasons.pointee |= WakeReasons.deadline.rawValue
+        }, fd, Int32(EV_READ))
+        deadlineWatcher = watcher
+        startInternalWatcher(watcher, call: "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:)")
+    }
+
+    /// After a wake-up that the deadline ended: learns how late it came and, for a precise
+    /// timer armed early on purpose, waits out the rest awake (see ``WakeLead``).
+    func finishDeadlineWakeUp() {
+        let now = MonotonicTime.now()
+        let waitUntil: MonotonicTime? = deadline.withLock { state in
+            guard state.requested.precise else { return nil }
+            state.wakeLead.record(wokeAt: now, armed: state.target.date)
+            return now < state.requested.date ? state.requested.date : nil
+        }
+        if let waitUntil {
+            while MonotonicTime.now() < waitUntil {}
+        }
     }
 }
 
-/// The deadline as ``EvBackend/setDeadline(_:)`` asked for it and as the timerfd holds it, under
-/// ``EvBackend/deadline``'s lock (any thread may arm, R44, C75).
+/// What a timerfd holds: its next expiry and its repeat interval (0: one-shot).
+struct KernelTimerSetting: Equatable {
+    var date: MonotonicTime
+    var interval: Int64
+    /// Disarmed: no expiry (as made, or a one-shot one that expired and was read or re-set).
+    static let disarmed = KernelTimerSetting(date: .distantFuture, interval: 0)
+}
+
+/// The deadline asked for and what the timerfd holds, under ``EvBackend/deadline``'s lock (any
+/// thread may move it, R44). The one copy of the deadline, besides the kernel's.
 struct DeadlineState {
-    /// The deadline last asked for.
-    var requested: MonotonicTime = .distantFuture
-    /// What the timerfd holds: ``MonotonicTime/distantFuture`` when disarmed (as made, or after
-    /// it expired and was read: it is one-shot), `nil` when unknown (`timerfd_settime` failed).
-    /// An expired timerfd not read yet still holds its date: it is readable, as it would be
-    /// if armed again for that date. No timerfd yet counts as disarmed.
-    var armed: MonotonicTime? = .distantFuture
-    /// The timerfd, or -1 until the first finite deadline made it (see
-    /// ``EvBackend/makeTimerDescriptor(_:)``).
+    /// What the planned sleep asked for, or what another thread moved it to (R44).
+    var requested = SleepDeadline.none
+    /// What the timerfd holds; `nil` when unknown (`timerfd_settime` failed). A one-shot
+    /// expiry not read yet keeps its date: the timerfd is readable, as it would be if armed
+    /// again for that date. No timerfd yet counts as disarmed.
+    var armed: KernelTimerSetting? = .disarmed
+    /// The timerfd, or -1 until the first finite deadline made it.
     var timerFD: Int32 = -1
+    /// How early a precise timer's deadline is armed.
+    var wakeLead = WakeLead()
 
-    /// ``settled`` when the timerfd does not hold what was asked for (or that is unknown). A
-    /// request for this date itself (the far past, saturated) always takes the lock.
-    static let unsettled = Int64.min
+    /// The kernel setting for ``requested``: a precise timer's date less the lead.
+    var target: KernelTimerSetting {
+        let lead = requested.precise ? wakeLead.nanoseconds : 0
+        return KernelTimerSetting(date: requested.date.adding(nanoseconds: -lead), interval: requested.interval)
+    }
 
-    /// The deadline in nanoseconds when the timerfd holds exactly what was last asked for, else
-    /// ``unsettled``.
-    var settled: Int64 { armed == requested ? requested.nanoseconds : Self.unsettled }
+    /// The timerfd `fd` went off. A repeating one is read, so that epoll stops reporting it, and
+    /// moves on by the periods that passed; a one-shot one is left readable until it is set for
+    /// the next deadline, which clears it (one system call either way).
+    mutating func expired(reading fd: Int32) {
+        guard let setting = armed, setting.interval > 0 else { return }
+        var expirations: UInt64 = 0
+        let result = retryingEINTR { Int32(read(fd, &expirations, 8)) }
+        // A failed read leaves it readable and the setting as it was: the next wait looks again.
+        guard result == 8 else { return }
+        let (advance, overflow) = Int64(clamping: expirations).multipliedReportingOverflow(by: setting.interval)
+        armed = overflow ? nil : KernelTimerSetting(date: setting.date.adding(nanoseconds: advance), interval: setting.interval)
+    }
 }

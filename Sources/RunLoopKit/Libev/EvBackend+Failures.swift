@@ -1,3 +1,4 @@
+import CEpoll
 import CLibev
 import Synchronization
 #if canImport(Glibc)
@@ -7,27 +8,35 @@ import Musl
 #endif
 
 /// How the loop survives failures of its own watchers and of libev's wait: `epoll_ctl` refusing
-/// the eventfd or the timerfd (libev stops the watcher with `EV_ERROR`), a timerfd that could
-/// not be armed, and `epoll_wait` failing (reported through ``SystemErrorHook``). Each is retried
-/// up to ``EvBackend/retryLimit`` times in a row, then the process stops with a message naming
-/// the call.
+/// one of its descriptors (libev stops the watcher with `EV_ERROR`), a timerfd that cannot be
+/// made or armed, and `epoll_wait` failing (reported through ``SystemErrorHook``). Each is
+/// retried up to ``EvBackend/retryLimit`` times in a row, then the process stops with a message
+/// naming the call.
 extension EvBackend {
-    /// Starts one of the loop's own watchers; its `epoll_ctl` happens in the next `ev_run`.
-    func startInternalWatcher(_ watcher: UnsafeMutablePointer<ev_io>) {
-        ev_io_start(loop, watcher)
-        hasUnflushedWatchers = true
-    }
-
     /// libev stopped `watcher` after `epoll_ctl` failed for it (`ENOMEM`, `ENOSPC`): start it
     /// again before the next wait.
     func internalWatcherFailed(_ watcher: UnsafeMutablePointer<ev_io>) {
         failedWatchers.append((watcher, errno))
     }
 
+    /// Starts one of the loop's own watchers, after making sure libev's `epoll_ctl` for it
+    /// (made inside the next `ev_run`) cannot end in libev's assertion. A restart after an
+    /// `EV_ERROR` skips that check: the descriptor passed it, and libev refused it otherwise.
+    func startInternalWatcher(_ watcher: UnsafeMutablePointer<ev_io>, call: String, checked: Bool = true) {
+        if checked { checkOwnDescriptorOrStop(watcher.pointee.fd, call: call) }
+        ev_io_start(loop, watcher)
+    }
+
     /// Stops one of the loop's own watchers for good (or until started again).
     func stopInternalWatcher(_ watcher: UnsafeMutablePointer<ev_io>) {
         ev_io_stop(loop, watcher)
         failedWatchers.removeAll { $0.watcher == watcher }
+    }
+
+    /// Restarts failed watchers and stands in for an unarmed deadline.
+    func repair() {
+        restartFailedWatchers()
+        armFallbackIfNeeded()
     }
 
     func restartFailedWatchers() {
@@ -45,23 +54,21 @@ extension EvBackend {
             // ev_io_set marks the descriptor for a new epoll_ctl: libev believes the killed
             // registration still stands and would otherwise skip it.
             clibev_io_set(watcher, watcher.pointee.fd, Int32(EV_READ))
-            startInternalWatcher(watcher)
+            startInternalWatcher(watcher, call: "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:)", checked: false)
         }
     }
 
-    /// A timerfd that could not be armed is backed by an `ev_timer` for this wait (libev rounds
-    /// its timeout up to the millisecond: late by less than one, never by a whole sleep).
+    /// A deadline the timerfd could not hold (not made, or `timerfd_settime` failed) is held by
+    /// an `ev_timer` for this sleep: libev rounds its timeout up to the millisecond, so the
+    /// wake-up is late by less than one, never by a whole sleep. The timerfd is tried again first.
     func armFallbackIfNeeded() {
         guard deadlineUnarmed else { return }
         deadlineUnarmed = false
         let unarmed: MonotonicTime? = deadline.withLock { state in
-            if state.timerFD < 0 && state.requested != .distantFuture { makeTimerDescriptor(&state) }
-            return arm(state.requested, &state) ? nil : state.requested
+            if state.timerFD < 0 && state.requested.date != .distantFuture { makeTimerDescriptor(&state) }
+            return arm(state.target, &state) ? nil : state.requested.date
         }
-        if fallbackTimerActive, let fallbackTimer {
-            ev_timer_stop(loop, fallbackTimer)
-            fallbackTimerActive = false
-        }
+        if fallbackTimerActive { stopFallbackTimer() }
         guard let unarmed, unarmed != .distantFuture else { return }
         let remaining = max(0, Double(unarmed.nanoseconds &- MonotonicTime.now().nanoseconds) / 1e9)
         ev_now_update(loop)
@@ -75,39 +82,10 @@ extension EvBackend {
         fallbackTimerActive = true
     }
 
-    /// Makes the timerfd at the first finite deadline and has libev watch it (loop's thread,
-    /// `deadline`'s lock held). If the process has no descriptor left (or the kernel refuses),
-    /// the timerfd stays unmade: the fallback timer stands in, and the next deadline tries again.
-    func makeTimerDescriptor(_ state: inout DeadlineState) {
-        let fd = retryingEINTR { timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC)) }
-        guard fd >= 0 else { return }
-        InternalDescriptors.insert(fd)
-        state.timerFD = fd
-        state.armed = .distantFuture
-        settled.store(state.settled, ordering: .relaxed)
-        // Made once: the timerfd stays until the loop is destroyed.
-        let watcher = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
-        clibev_io_init(watcher, { loop, watcher, revents in
-            guard let loop, let watcher else { return }
-            let backend = EvBackend.of(loop)
-            if revents & EvBackend.failed != 0 { return backend.internalWatcherFailed(watcher) }
-            backend.deadline.withLock { state in
-                // Read under the lock: another thread's re-arm (R44) then either came before the
-                // read (and the read sees the new setting) or after it (and is what is armed).
-                var expirations: UInt64 = 0
-                var result = read(watcher.pointee.fd, &expirations, 8)
-                while result < 0 && errno == EINTR { result = read(watcher.pointee.fd, &expirations, 8) }
-                // One-shot: expired and read, it is disarmed. A failed read leaves it readable,
-                // still holding the expired date, which is what `armed` says.
-                if result == 8 {
-                    state.armed = .distantFuture
-                    backend.settled.store(state.settled, ordering: .relaxed)
-                }
-            }
-            backend.reasons.pointee |= WakeReasons.deadline.rawValue
-        }, fd, Int32(EV_READ))
-        deadlineWatcher = watcher
-        startInternalWatcher(watcher)
+    func stopFallbackTimer() {
+        guard let fallbackTimer else { return }
+        ev_timer_stop(loop, fallbackTimer)
+        fallbackTimerActive = false
     }
 
     /// A blocking `ev_run` returned with nothing: libev's minute is up, or `epoll_wait` failed
@@ -123,5 +101,38 @@ extension EvBackend {
         require(
             pollFailures <= Self.retryLimit,
             "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): epoll_wait keeps failing: \(SystemErrorHook.lastMessage)")
+    }
+
+    /// Registers `fd` in libev's epoll set and takes it out again, before libev registers it:
+    /// libev asserts when its own `epoll_ctl` fails with `EBADF`, `EINVAL` or `ELOOP`, so such a
+    /// refusal is met here first and stops the process with a message naming `call`. Other
+    /// errors (`ENOMEM`, `ENOSPC`) are left to libev, whose `EV_ERROR` is retried; `EEXIST`
+    /// (libev keeps a stopped descriptor registered) is no refusal. Before libev's epoll
+    /// descriptor is known, a descriptor closed behind the loop's back is still caught.
+    func checkOwnDescriptorOrStop(_ fd: Int32, call: String) {
+        do {
+            try checkOwnDescriptor(fd, call: call)
+        } catch {
+            fatalError("\(error)")
+        }
+    }
+
+    /// ``checkOwnDescriptorOrStop(_:call:)``, throwing instead (the loop's creation).
+    func checkOwnDescriptor(_ fd: Int32, call: String) throws(EvRunLoopError) {
+        var error: Int32 = 0
+        if backendFD >= 0 {
+            var event = epoll_event()
+            event.events = EPOLLIN.rawValue
+            event.data.u64 = UInt64(UInt32(bitPattern: fd))
+            if retryingEINTR({ epoll_ctl(backendFD, EPOLL_CTL_ADD, fd, &event) }) == 0 {
+                if retryingEINTR({ epoll_ctl(backendFD, EPOLL_CTL_DEL, fd, &event) }) != 0 { error = errno }
+            } else {
+                error = errno
+            }
+        } else if fcntl(fd, F_GETFD) < 0 {
+            error = errno
+        }
+        guard error == EBADF || error == EINVAL || error == ELOOP else { return }
+        throw .backendUnavailable("\(call): epoll_ctl refused the loop's own descriptor \(fd): \(describe(errno: error))")
     }
 }

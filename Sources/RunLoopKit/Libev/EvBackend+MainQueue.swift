@@ -13,7 +13,7 @@ extension EvBackend {
     func watchMainQueue(_ watch: Bool) {
         guard watch != (mainQueueWatcher.map { clibev_is_active($0) != 0 } ?? false) else { return }
         let watcher = mainQueueWatcher ?? makeMainQueueWatcher()
-        if watch { startInternalWatcher(watcher) } else { stopInternalWatcher(watcher) }
+        if watch { startInternalWatcher(watcher, call: "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:)") } else { stopInternalWatcher(watcher) }
     }
 
     /// Whether the main queue signalled work; clears the signal. Never blocks.

@@ -11,17 +11,12 @@ import Musl
 /// when one reports during a wait, the token and the events are queued for
 /// ``EvBackend/takeReady()``. All on the loop's thread.
 extension EvBackend {
-    enum Watcher {
-        case descriptor(fd: Int32, events: Int32)
-        case signal(Int32)
-    }
-
     /// The watchers' tables, in an object made with the first watcher: a loop with no version-1
     /// source carries one pointer instead of three fields (16 bytes of heap a loop, the backend
     /// object going down a size class). Read with none, they are empty.
     final class WatcherTables {
         /// Watchers of version-1 sources, by token.
-        var watchers: [Int: Watcher] = [:]
+        var watchers: [Int: WatcherKind] = [:]
         var nextWatcherToken = 0
         /// Started signal watchers: the tokens watching each signal.
         var signalTokens: [Int32: Set<Int>] = [:]
@@ -35,7 +30,7 @@ extension EvBackend {
     }
 
     /// Watchers of version-1 sources, by token.
-    var watchers: [Int: Watcher] {
+    var watchers: [Int: WatcherKind] {
         get { watcherTables?.watchers ?? [:] }
         _modify { yield &madeWatcherTables().watchers }
     }
@@ -51,20 +46,17 @@ extension EvBackend {
         _modify { yield &madeWatcherTables().signalTokens }
     }
 
-    /// Readiness bits as libev reports them.
+    /// Readiness bits as libev reports them (the same as ``ReadinessBits``).
     static let readable = Int32(EV_READ)
     static let writable = Int32(EV_WRITE)
     static let failed = Int32(EV_ERROR)
 
-    /// A stopped watcher for readiness of `fd` (`events`: ``readable`` and/or ``writable``).
-    func addIOWatcher(fd: Int32, events: Int32) -> Int {
-        register(.descriptor(fd: fd, events: events))
-    }
-
-    /// A stopped watcher for the Unix signal `signal`.
-    /// The signal must be routed to this loop (``route(_:)``) while the watcher is started.
-    func addSignalWatcher(signal: Int32) -> Int {
-        register(.signal(signal))
+    /// A stopped watcher for a descriptor's readiness or a Unix signal. A signal must be routed
+    /// to this loop (``route(_:)``) while its watcher is started.
+    func addWatcher(_ kind: WatcherKind) -> Int {
+        nextWatcherToken += 1
+        watchers[nextWatcherToken] = kind
+        return nextWatcherToken
     }
 
     /// Routes `signal` to this loop from now on (any thread; see ``SignalRouting``).
@@ -129,12 +121,6 @@ extension EvBackend {
         return ready
     }
 
-    private func register(_ watcher: Watcher) -> Int {
-        nextWatcherToken += 1
-        watchers[nextWatcherToken] = watcher
-        return nextWatcherToken
-    }
-
     /// The loop's descriptor set, made and watched by libev at first use; `nil` when the
     /// process is out of descriptors.
     private func descriptorSet() -> DescriptorSet? {
@@ -147,7 +133,7 @@ extension EvBackend {
             if revents & EvBackend.failed != 0 { return backend.internalWatcherFailed(watcher) }
             for (token, events) in backend.descriptors?.collect() ?? [] { backend.noteReady(token, events) }
         }, descriptors.descriptor, Int32(EV_READ))
-        startInternalWatcher(watcher)
+        startInternalWatcher(watcher, call: "EvRunLoop.add(_:forMode:)")
         self.descriptors = descriptors
         descriptorsWatcher = watcher
         return descriptors

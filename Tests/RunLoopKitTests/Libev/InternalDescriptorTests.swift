@@ -25,7 +25,8 @@ import TestSupport
                 guard pipe(&pipeFDs) == 0 else { exit(10) }
                 guard let first = try? EvFileDescriptorSource(fileDescriptor: pipeFDs[1], events: .writable, handler: { _ in }) else { exit(11) }
                 loop.add(first, forMode: .default)
-                _ = loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true)
+                // A sleep, not a poll: libev registers the new set in its own at its next wait.
+                _ = loop.run(mode: .default, timeout: .seconds(10), returnAfterSourceHandled: true)
                 // Found positively, through the kernel's epoll sets (new numbers alone are not
                 // enough: a number closed and reused meanwhile does not look new): the loop's
                 // set for callers' descriptors is the epoll set watching the pipe, libev's is the

@@ -1,0 +1,92 @@
+/// What ended one wait of a ``LoopWaiter``.
+struct WakeReasons: OptionSet, Sendable {
+    let rawValue: UInt32
+    /// ``LoopWaiter/wakeUp()`` was called.
+    static let wakeUp = WakeReasons(rawValue: 1 << 0)
+    /// The planned deadline passed.
+    static let deadline = WakeReasons(rawValue: 1 << 1)
+    /// A watcher of a version-1 source reported readiness (see ``LoopWaiter/takeReady()``).
+    static let watcher = WakeReasons(rawValue: 1 << 2)
+    /// libdispatch's main queue has work (main loop only).
+    static let mainQueue = WakeReasons(rawValue: 1 << 3)
+}
+
+/// When a planned sleep ends by itself: the running mode's next timer or the run's timeout,
+/// whichever comes first (R22).
+struct SleepDeadline: Equatable {
+    /// ``MonotonicTime/distantFuture``: no deadline.
+    var date: MonotonicTime
+    /// The repeat interval in nanoseconds when `date` is a repeating timer's own fire date, else
+    /// 0: a kernel timer armed with it repeats by itself, so a periodic timer costs no re-arm.
+    var interval: Int64 = 0
+    /// Whether `date` is a timer's fire date on a loop whose timers are
+    /// ``EvRunLoop/TimerPrecision/precise``: the wait arms it early and waits out the rest awake.
+    var precise = false
+
+    static let none = SleepDeadline(date: .distantFuture)
+}
+
+/// The wait as the engine sees it: one object per loop that sleeps until a deadline, a wake-up
+/// or a watched event, and owns the deadline, the clock and the version-1 watchers.
+///
+/// The real one is ``EvBackend`` (libev); ``VirtualWaiter`` is a fake with a virtual clock that
+/// lets the timer rules be tested without sleeping. Its states, thread rules and lock order are
+/// on the documentation page "The wait".
+///
+/// Thread rules: ``wakeUp()`` from any thread; ``planSleep(_:)`` and
+/// ``bringDeadlineForward(to:)`` under the loop's lock (the second from any thread); the rest on
+/// the loop's thread.
+protocol LoopWaiter: AnyObject {
+    /// The clock the engine compares timer dates with.
+    func now() -> MonotonicTime
+    /// Awake → planned: the next ``sleep()`` ends by `deadline` at the latest (loop's thread,
+    /// loop's lock held, so that a timer added meanwhile from another thread sees the plan).
+    func planSleep(_ deadline: SleepDeadline)
+    /// Planned → asleep → awake: blocks until the plan's deadline, a wake-up or a watched event.
+    func sleep() -> WakeReasons
+    /// Looks without blocking (R20.9, R25): a wake-up made meanwhile, ready descriptors.
+    func poll() -> WakeReasons
+    /// R44: a timer of the running mode now falls before the planned deadline (any thread,
+    /// loop's lock held): a planned or sleeping wait ends by `date` instead.
+    func bringDeadlineForward(to date: MonotonicTime)
+    /// Ends the current or next ``sleep()`` at once (any thread).
+    func wakeUp()
+    /// Tears down: no call but ``wakeUp()`` (a no-op then) may follow.
+    func destroy()
+
+    /// A stopped watcher for a version-1 source; its token.
+    func addWatcher(_ kind: WatcherKind) -> Int
+    func startWatcher(_ token: Int)
+    func stopWatcher(_ token: Int)
+    func removeWatcher(_ token: Int)
+    /// Whether a watcher reported readiness not yet taken with ``takeReady()``.
+    var hasReady: Bool { get }
+    /// The watchers that fired since the last call, with what fired.
+    func takeReady() -> [(token: Int, events: Int32)]
+    /// Routes a Unix signal to this loop from now on, or stops (any thread).
+    func route(_ signal: Int32)
+    func unroute(_ signal: Int32)
+
+    /// Main loop only: whether to watch libdispatch's main queue in the next waits.
+    func watchMainQueue(_ watch: Bool)
+    /// Main loop only: whether the main queue signalled work; clears the signal.
+    func takeMainQueueSignal() -> Bool
+    /// Main loop only: runs the main queue's pending work.
+    func drainMainQueue()
+}
+
+/// What a version-1 source's watcher watches.
+enum WatcherKind {
+    /// Readiness (``ReadinessBits``) of a caller's descriptor.
+    case descriptor(fd: Int32, events: Int32)
+    /// A Unix signal routed to the loop.
+    case signal(Int32)
+}
+
+/// Readiness bits reported by ``LoopWaiter/takeReady()`` (libev's `EV_READ`, `EV_WRITE` and
+/// `EV_ERROR`, so the libev layer passes them through as they are).
+enum ReadinessBits {
+    static let readable: Int32 = 0x01
+    static let writable: Int32 = 0x02
+    static let failed: Int32 = Int32(bitPattern: 0x8000_0000)
+}

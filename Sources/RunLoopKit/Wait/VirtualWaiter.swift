@@ -1,0 +1,159 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A fake wait with a virtual clock, for testing the engine's timer rules without sleeping.
+///
+/// Time moves only when the loop sleeps with a deadline (``AdvancePolicy/toEachDeadline``: the
+/// clock jumps to the deadline at once) or when a test moves it (``AdvancePolicy/manual``:
+/// ``advance(by:)``). A sleep with no deadline blocks until a wake-up or a deadline moved from
+/// another thread (R44), like the real wait. Version-1 watchers are recorded and never report.
+///
+/// `@unchecked Sendable`: every field is reached under `mutex`.
+final class VirtualWaiter: LoopWaiter, @unchecked Sendable {
+    /// How the virtual clock moves.
+    enum AdvancePolicy {
+        /// A sleep with a deadline moves the clock to it and returns.
+        case toEachDeadline
+        /// Only ``advance(by:)`` moves the clock; a sleep waits for it.
+        case manual
+    }
+
+    private let policy: AdvancePolicy
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var clock: MonotonicTime
+    private var requested = SleepDeadline.none
+    private var planned = false
+    private var asleep = false
+    private var wakeRequested = false
+    private var sleeps = 0
+    private var watchers: [Int: WatcherKind] = [:]
+    private var nextToken = 0
+
+    /// A clock that starts at `start` (the real clock's reading, by default, so that timers made
+    /// with dates of the real clock are where they would be).
+    init(startingAt start: MonotonicTime = .now(), policy: AdvancePolicy = .toEachDeadline) {
+        clock = start
+        self.policy = policy
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(changed, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(changed)
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+        changed.deallocate()
+    }
+
+    private func locked<Result>(_ body: () -> Result) -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return body()
+    }
+
+    /// The virtual clock's reading.
+    func now() -> MonotonicTime { locked { clock } }
+
+    /// How many sleeps have ended so far.
+    var sleepCount: Int { locked { sleeps } }
+
+    /// The deadline of the sleep planned or in progress, ``MonotonicTime/distantFuture`` if none.
+    var plannedDeadline: MonotonicTime { locked { planned ? requested.date : .distantFuture } }
+
+    /// Moves the clock on by `duration` (any thread); a sleep whose deadline it reaches ends.
+    func advance(by duration: Duration) {
+        locked {
+            clock = clock.adding(duration)
+            pthread_cond_broadcast(changed)
+        }
+    }
+
+    /// Blocks the calling thread until the loop blocks in a sleep (after `sleepsBefore` sleeps
+    /// have ended, so a test can wait for the next one).
+    func waitUntilAsleep(afterSleeps sleepsBefore: Int = 0) {
+        locked {
+            while !(asleep && sleeps >= sleepsBefore) { pthread_cond_wait(changed, mutex) }
+        }
+    }
+
+    func planSleep(_ deadline: SleepDeadline) {
+        locked {
+            requested = deadline
+            planned = true
+        }
+    }
+
+    func sleep() -> WakeReasons {
+        locked {
+            defer {
+                planned = false
+                asleep = false
+                sleeps += 1
+                pthread_cond_broadcast(changed)
+            }
+            while true {
+                if wakeRequested {
+                    wakeRequested = false
+                    return .wakeUp
+                }
+                if requested.date != .distantFuture {
+                    if policy == .toEachDeadline && clock < requested.date { clock = requested.date }
+                    if clock >= requested.date { return .deadline }
+                }
+                if !asleep {
+                    asleep = true
+                    pthread_cond_broadcast(changed)
+                }
+                pthread_cond_wait(changed, mutex)
+            }
+        }
+    }
+
+    func poll() -> WakeReasons {
+        locked {
+            guard wakeRequested else { return [] }
+            wakeRequested = false
+            return .wakeUp
+        }
+    }
+
+    func bringDeadlineForward(to date: MonotonicTime) {
+        locked {
+            guard planned, date < requested.date else { return }
+            requested = SleepDeadline(date: date)
+            pthread_cond_broadcast(changed)
+        }
+    }
+
+    func wakeUp() {
+        locked {
+            wakeRequested = true
+            pthread_cond_broadcast(changed)
+        }
+    }
+
+    func destroy() {}
+
+    func addWatcher(_ kind: WatcherKind) -> Int {
+        locked {
+            nextToken += 1
+            watchers[nextToken] = kind
+            return nextToken
+        }
+    }
+
+    func startWatcher(_ token: Int) {}
+    func stopWatcher(_ token: Int) {}
+    func removeWatcher(_ token: Int) { _ = locked { watchers.removeValue(forKey: token) } }
+    var hasReady: Bool { false }
+    func takeReady() -> [(token: Int, events: Int32)] { [] }
+    func route(_ signal: Int32) {}
+    func unroute(_ signal: Int32) {}
+    func watchMainQueue(_ watch: Bool) {}
+    func takeMainQueueSignal() -> Bool { false }
+    func drainMainQueue() {}
+}
