@@ -1,5 +1,4 @@
 #include "CFConformanceSupport.h"
-#include <linux/futex.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -51,17 +50,10 @@ Boolean cfc_thread_is_asleep_in_wait(int tid) {
     read_task_file(tid, "stat", line, sizeof line);
     char *end = strrchr(line, ')');
     if (!end || end[1] != ' ' || end[2] != 'S') return 0;
-    // And the thread must be inside a waiting system call, not a lock or a read: a poll, or the
-    // futex wait on a RunLoopKit loop's wake-up word, which alone expects the word to hold both
-    // "asleep" bits (WakeSignal.sleeping | WakeSignal.onWord).
+    // And the thread must be inside a waiting system call, not a lock or a read: a poll.
     read_task_file(tid, "syscall", line, sizeof line);
     long number = -1;
-    unsigned long address = 0, operation = 0, expected = 0;
-    int fields = sscanf(line, "%ld %lx %lx %lx", &number, &address, &operation, &expected);
-    if (fields < 1) return 0;
-    if (number == SYS_futex) {
-        return fields == 4 && operation == (FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG) && expected == 0xC0000000ul;
-    }
+    if (sscanf(line, "%ld", &number) < 1) return 0;
     switch (number) {
 #ifdef SYS_epoll_wait
     case SYS_epoll_wait:

@@ -42,6 +42,9 @@ case "common-mode-only":
     _ = main.run(mode: tracking, timeout: .seconds(30), returnAfterSourceHandled: true)
     print("ran in tracking after common: \(ran.value)")
 
+case "sleeps-in-libev":
+    mainLoopSleepsInLibev(main)
+
 case "empty-common-mode":
     // R17: the main loop's common modes are never empty; a zero timeout polls and times out.
     print("result: \(main.run(mode: .default, timeout: .zero))")

@@ -281,3 +281,9 @@ func retryingEINTR(_ body: () -> Int32) -> Int32 {
 func describe(errno error: Int32) -> String {
     "\(String(cString: strerror(error))) (errno \(error))"
 }
+
+extension EvRunLoop {
+    /// Whether the loop's thread is inside libev's backend poll now (any thread; for tests and
+    /// probes: a sleeping loop must be nowhere else).
+    var isInLibevPoll: Bool { (waiter as? EvBackend)?.isInLibevPoll.load(ordering: .relaxed) ?? false }
+}

@@ -99,8 +99,7 @@ unsigned long long cfc_port_take(int port);
 /// The calling thread's kernel id (gettid).
 int cfc_thread_id(void);
 /// Whether thread `tid` of this process is asleep in a poll-type system call (epoll_wait,
-/// epoll_pwait, ppoll, poll, select) or in the futex wait of a RunLoopKit loop's wake-up word:
-/// the wait of a run loop that found nothing ready. Read from
+/// epoll_pwait, ppoll, poll, select): the wait of a run loop that found nothing ready. Read from
 /// /proc/self/task/TID/{stat,syscall}; a wait that returns at once is never seen as asleep.
 Boolean cfc_thread_is_asleep_in_wait(int tid);
 

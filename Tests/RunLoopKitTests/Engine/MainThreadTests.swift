@@ -56,6 +56,11 @@ import Testing
         return String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
     }
 
+    /// The main loop, servicing the main queue, sleeps inside libev's poll (see SleepsInLibevTests).
+    @Test func theMainLoopSleepsInLibev() throws {
+        #expect(try harness("sleeps-in-libev") == ["asleep in libev's poll: true", "result: stopped"])
+    }
+
     @Test func dispatchMainAsyncRunsUnderTheMainLoop() throws {
         #expect(try harness("dispatch-main-async") == ["ran on main thread: true", "result: stopped"])
     }

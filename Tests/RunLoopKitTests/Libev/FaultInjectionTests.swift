@@ -106,11 +106,10 @@ import Testing
         try expectPass("eintr-everywhere")
     }
 
-    /// Issue 11: a wake-up cycle makes no `timerfd_settime` for a deadline that did not change
-    /// (none with no timer, one for a far-off timer, over 100 cycles), its poll after a handled
-    /// source makes no `epoll_wait` when nothing it watches could be ready, and a loop with
-    /// nothing for epoll and no deadline within a millisecond sleeps on its wake-up word, with no
-    /// `epoll_wait` at all.
+    /// A wake-up cycle makes no `timerfd_settime` for a deadline that did not change (none with
+    /// no timer, one for a far-off timer, over 100 cycles), one `epoll_wait` (libev's sleep, as
+    /// raw libev's), and its poll after a handled source none when nothing it watches could be
+    /// ready.
     @Test func aWakeUpCycleMakesNoSystemCallLibevWouldNot() throws {
         try expectPass("quiet-wakeups")
         try expectPass("quiet-wakeups-timer")

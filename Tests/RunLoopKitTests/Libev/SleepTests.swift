@@ -3,16 +3,14 @@ import RunLoopKit
 import Testing
 import TestSupport
 
-/// A loop that has nothing for epoll to report — no descriptor, no main queue, no deadline
-/// within a millisecond — sleeps on its wake-up word (a futex) instead of in `epoll_wait`. Whatever reaches a loop
-/// sleeping in epoll must reach it there too: a timer added or re-dated from another thread, a
-/// descriptor source added from another thread, a signal. Each loop here runs with no timeout,
-/// so only what the test does can end its sleep; a watchdog stops a loop that slept through it.
-@Suite struct WordSleepTests {
-    /// R22, R46: a sleep for a timer 30 ms away blocks on the word until a millisecond before
-    /// the timer's date, then in epoll_wait until the timerfd: the timer fires at its date, not
-    /// before, and the word's timeout is not a wake-up (one AfterWaiting, the timer's).
-    @Test func R22_aSleepUntilATimerLeavesTheWordBeforeItsDateWithoutAWakeUp() {
+/// Whatever reaches a sleeping loop reaches it in libev's poll: a timer added or re-dated from
+/// another thread, a descriptor source added from another thread, a signal. Each loop here runs
+/// with no timeout, so only what the test does can end its sleep; a watchdog stops a loop that
+/// slept through it.
+@Suite struct SleepTests {
+    /// R22, R46: a sleep for a timer 30 ms away ends at the timer's date, not before, with one
+    /// wake-up (one AfterWaiting, the timer's).
+    @Test func R22_aSleepUntilATimerEndsAtItsDateWithOneWakeUp() {
         let outcome = onLoopThread { loop -> (wakes: Int, early: Bool) in
             let wakes = EventLog<Int>()
             let date = ContinuousClock.now + .milliseconds(30)
@@ -28,20 +26,21 @@ import TestSupport
     }
 
     /// R44 on a loop whose timerfd exists (it slept once with a deadline): the other thread only
-    /// sets the timerfd, and the loop must come back from the word to sleep until it. It does so
-    /// inside the wait: the timer's firing is the one wake-up the observers see.
+    /// sets the timerfd, and the sleeping loop wakes at its date: the timer's firing is the one
+    /// wake-up the observers see.
     @Test func R44_aTimerAddedFromAnotherThreadEndsASleepWithNoDeadlineAtItsDate() {
         expectTimerAddedFromAnotherThreadFires(afterASleepWithADeadline: true)
     }
 
     /// R44 on a loop that never slept with a deadline: its first finite deadline makes the
-    /// timerfd, which only the loop's thread does.
+    /// timerfd, which only the loop's thread does, inside the sleep: still one wake-up.
     @Test func R44_aFirstDeadlineFromAnotherThreadEndsASleepWithNoDeadline() {
         expectTimerAddedFromAnotherThreadFires(afterASleepWithADeadline: false)
     }
 
-    /// R37, R6: a descriptor source added from another thread to a loop asleep with nothing for
-    /// epoll: the loop wakes, starts its watcher, and sees the descriptor become readable.
+    /// R37, R6: a descriptor source added from another thread to a loop asleep with no
+    /// descriptor watched: the loop wakes, starts its watcher, and sees the descriptor become
+    /// readable.
     @Test func R37_aDescriptorSourceAddedFromAnotherThreadIsWatched() throws {
         var fds: [Int32] = [0, 0]
         try #require(pipe(&fds) == 0)
@@ -72,8 +71,8 @@ import TestSupport
         source.invalidate()
     }
 
-    /// R37, R22 for signals: a routed signal reaches a loop asleep on its word (the signal handler
-    /// sets a request bit and wakes the word). Dispositions are process-wide: a child process.
+    /// R37, R22 for signals: a routed signal reaches a sleeping loop (the signal handler sets a
+    /// request bit and writes the loop's eventfd). Dispositions are process-wide: a child process.
     @Test func R37_aSignalReachesALoopAsleepWithNoDeadline() async {
         await #expect(processExitsWith: .success) {
             let handled = Latch()
@@ -119,7 +118,7 @@ import TestSupport
         watchdog.cancel()
         #expect(finished.wait())
         #expect(!watchdog.fired)
-        #expect(wakes.count == 1)  // the timer's: coming back from the word is not a wake-up
+        #expect(wakes.count == 1)  // the timer's: arming the new deadline is not a wake-up
         if let added = added.get, let firedAt = firedAt.get { #expect(firedAt - added >= .milliseconds(50)) }
     }
 }
