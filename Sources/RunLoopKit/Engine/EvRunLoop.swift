@@ -19,13 +19,11 @@ public final class EvRunLoop: Sendable {
     /// Pending perform-blocks (R54–R57), under a lock of their own so that posting a block from
     /// another thread does not contend with the loop's phases. Lock order: ``state`` first.
     let pendingBlocks = Locked(BlockQueue())
-    /// The wait (``EvBackend`` on libev; ``VirtualWaiter`` in tests), owned by ``waiterOwner``
-    /// and read without reference counting (the loop holds it as long as it lives). Unsafe, as a
-    /// waiter is not `Sendable`: its thread rules (``LoopWaiter``) are kept by the engine —
-    /// ``LoopWaiter/wakeUp()`` only through the loop's wake gate, the calls of other threads
-    /// only under the loop's lock, both of which exclude teardown.
-    nonisolated(unsafe) unowned(unsafe) let waiter: any LoopWaiter
-    private nonisolated(unsafe) let waiterOwner: any LoopWaiter
+    /// The wait (``EvBackend`` on libev; ``VirtualWaiter`` in tests). Unsafe, as a waiter is not
+    /// `Sendable`: its thread rules (``LoopWaiter``) are kept by the engine — ``LoopWaiter/wakeUp()``
+    /// only through the loop's wake gate, the calls of other threads only under the loop's lock,
+    /// both of which exclude teardown.
+    nonisolated(unsafe) let waiter: any LoopWaiter
     /// Whether this is the main thread's loop, ``main`` (R2).
     public let isMain: Bool
     let waiting = Atomic<Bool>(false)
@@ -59,14 +57,12 @@ public final class EvRunLoop: Sendable {
 
     init(isMain: Bool) throws(EvRunLoopError) {
         self.isMain = isMain
-        waiterOwner = try EvBackend()
-        waiter = waiterOwner
+        waiter = try EvBackend()
     }
 
     /// A loop that waits with `waiter` (a ``VirtualWaiter`` in tests); see ``ThreadRegistry/adopt(_:)``.
     init(isMain: Bool, waiter: any LoopWaiter) {
         self.isMain = isMain
-        waiterOwner = waiter
         self.waiter = waiter
     }
 

@@ -21,12 +21,15 @@ extension EvBackend {
     /// `planned`'s date. The timerfd is set only when it does not hold that setting already.
     func planSleep(_ planned: SleepDeadline) {
         wake.plan()
-        let armed = deadline.withLock { state in
-            state.requested = planned
-            if state.timerFD < 0 && planned.date != .distantFuture { makeTimerDescriptor(&state) }
-            return arm(state.target, &state)
-        }
-        if !armed { deadlineUnarmed = true }
+        // No lock: the loop's lock, held here, keeps other threads off the deadline.
+        deadline.requested = planned
+        if deadline.timerFD < 0 && planned.date != .distantFuture { makeTimerDescriptor(&deadline) }
+        if !arm(deadline.target, &deadline) { deadlineUnarmed = true }
+    }
+
+    /// `body` with the deadline, under ``deadlineLock`` (see ``deadline``).
+    func withDeadline<Result>(_ body: (inout DeadlineState) -> Result) -> Result {
+        deadlineLock.withLock { _ in body(&deadline) }
     }
 
     /// R44 (any thread, loop's lock held): a timer of the running mode is now due before the
@@ -35,7 +38,7 @@ extension EvBackend {
     /// armed from here, is woken to do it itself.
     func bringDeadlineForward(to date: MonotonicTime) {
         guard !destroyed, wake.isPlanned else { return }
-        let armed: Bool? = deadline.withLock { state in
+        let armed: Bool? = withDeadline { state in
             guard date < state.requested.date else { return nil }
             state.requested = SleepDeadline(date: date)
             return state.timerFD >= 0 && arm(state.target, &state)
@@ -46,14 +49,14 @@ extension EvBackend {
     /// The loop's thread, asked by ``bringDeadlineForward(to:)``: arms the deadline asked for,
     /// making the timerfd if needed; the fallback timer holds it if that fails.
     func armRequestedDeadline() {
-        let armed = deadline.withLock { state in
+        let armed = withDeadline { state in
             if state.timerFD < 0 && state.requested.date != .distantFuture { makeTimerDescriptor(&state) }
             return arm(state.target, &state)
         }
         if !armed { deadlineUnarmed = true }
     }
 
-    /// Sets the timerfd to `target` unless it holds it already (`deadline`'s lock held).
+    /// Sets the timerfd to `target` unless it holds it already (see ``deadline`` for the locks).
     /// Returns false when that cannot be done: no timerfd for a finite date, or
     /// `timerfd_settime` failed (what it holds is then unknown, so the next call sets it).
     func arm(_ target: KernelTimerSetting, _ state: inout DeadlineState) -> Bool {
@@ -73,7 +76,7 @@ extension EvBackend {
         return armed
     }
 
-    /// Makes the timerfd and has libev watch it (loop's thread, `deadline`'s lock held). If the
+    /// Makes the timerfd and has libev watch it (loop's thread; see ``deadline``). If the
     /// process has no descriptor left (or the kernel refuses), it stays unmade: the fallback
     /// timer holds this deadline, and the next one tries again.
     func makeTimerDescriptor(_ state: inout DeadlineState) {
@@ -88,7 +91,7 @@ extension EvBackend {
             guard let loop, let watcher else { return }
             let backend = EvBackend.of(loop)
             if revents & EvBackend.failed != 0 { return backend.internalWatcherFailed(watcher) }
-            backend.deadline.withLock { state in state.expired(reading: watcher.pointee.fd) }
+            backend.withDeadline { state in state.expired(reading: watcher.pointee.fd) }
             backend.reasons.pointee |= WakeReasons.deadline.rawValue
         }, fd, Int32(EV_READ))
         deadlineWatcher = watcher
@@ -99,7 +102,7 @@ extension EvBackend {
     /// timer armed early on purpose, waits out the rest awake (see ``WakeLead``).
     func finishDeadlineWakeUp() {
         let now = MonotonicTime.now()
-        let waitUntil: MonotonicTime? = deadline.withLock { state in
+        let waitUntil: MonotonicTime? = withDeadline { state in
             guard state.requested.precise else { return nil }
             state.wakeLead.record(wokeAt: now, armed: state.target.date)
             return now < state.requested.date ? state.requested.date : nil
@@ -118,8 +121,8 @@ struct KernelTimerSetting: Equatable {
     static let disarmed = KernelTimerSetting(date: .distantFuture, interval: 0)
 }
 
-/// The deadline asked for and what the timerfd holds, under ``EvBackend/deadline``'s lock (any
-/// thread may move it, R44). The one copy of the deadline, besides the kernel's.
+/// The deadline asked for and what the timerfd holds (any thread may move it, R44; see
+/// ``EvBackend/deadline``). The one copy of the deadline, besides the kernel's.
 struct DeadlineState {
     /// What the planned sleep asked for, or what another thread moved it to (R44).
     var requested = SleepDeadline.none

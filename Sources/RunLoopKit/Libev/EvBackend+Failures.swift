@@ -25,6 +25,7 @@ extension EvBackend {
     func startInternalWatcher(_ watcher: UnsafeMutablePointer<ev_io>, call: String, checked: Bool = true) {
         if checked { checkOwnDescriptorOrStop(watcher.pointee.fd, call: call) }
         ev_io_start(loop, watcher)
+        mayHavePendingWatchers = true
     }
 
     /// Stops one of the loop's own watchers for good (or until started again).
@@ -64,7 +65,7 @@ extension EvBackend {
     func armFallbackIfNeeded() {
         guard deadlineUnarmed else { return }
         deadlineUnarmed = false
-        let unarmed: MonotonicTime? = deadline.withLock { state in
+        let unarmed: MonotonicTime? = withDeadline { state in
             if state.timerFD < 0 && state.requested.date != .distantFuture { makeTimerDescriptor(&state) }
             return arm(state.target, &state) ? nil : state.requested.date
         }

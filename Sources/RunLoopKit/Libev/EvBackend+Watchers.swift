@@ -75,6 +75,7 @@ extension EvBackend {
                 return
             }
             for failed in descriptors.add(token: token, fd: fd, events: events) { noteReady(failed, Self.failed) }
+            refreshHasReady()
         case .signal(let signal):
             signalTokens[signal, default: []].insert(token)
             // Delivered before the watcher started (added from another thread): report it now.
@@ -87,6 +88,7 @@ extension EvBackend {
         switch watchers[token] {
         case .descriptor(let fd, _):
             for failed in descriptors?.remove(token: token, fd: fd) ?? [] { noteReady(failed, Self.failed) }
+            refreshHasReady()
         case .signal(let signal):
             signalTokens[signal]?.remove(token)
             if signalTokens[signal]?.isEmpty == true { signalTokens.removeValue(forKey: signal) }
@@ -105,11 +107,13 @@ extension EvBackend {
         stopWatcher(token)
         ready.removeAll { $0.token == token }
         watchers.removeValue(forKey: token)
+        refreshHasReady()
     }
 
-    /// Whether a watcher reported readiness not yet taken with ``takeReady()``, or a watched
-    /// descriptor is always ready (see ``DescriptorSet``).
-    var hasReady: Bool { !ready.isEmpty || descriptors?.hasAlwaysReady == true }
+    /// Brings ``hasReady`` up to date after ``ready`` or the descriptors watched changed.
+    func refreshHasReady() {
+        hasReady = !ready.isEmpty || descriptors?.hasAlwaysReady == true
+    }
 
     /// The watchers that fired since the last call. Descriptors come in the order the kernel
     /// reported them, which is the order they became ready.
@@ -117,7 +121,10 @@ extension EvBackend {
         if let descriptors, descriptors.hasAlwaysReady {
             for (token, events) in descriptors.collect() { noteReady(token, events) }
         }
-        defer { ready.removeAll(keepingCapacity: true) }
+        defer {
+            ready.removeAll(keepingCapacity: true)
+            refreshHasReady()
+        }
         return ready
     }
 
@@ -154,6 +161,7 @@ extension EvBackend {
         } else {
             ready.append((token, events))
         }
+        hasReady = true
         reasons.pointee |= WakeReasons.watcher.rawValue
         if events & Self.failed != 0 { stopWatcher(token) }  // e.g. the fd was closed: no busy loop
     }

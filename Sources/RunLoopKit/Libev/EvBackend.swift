@@ -43,8 +43,13 @@ final class EvBackend: LoopWaiter {
     /// libev's epoll descriptor, or -1 if it could not be told (see ``backendDescriptor(expected:holding:)``).
     var backendFD: Int32 = -1
     private(set) var destroyed = false
-    /// The deadline: what was asked for, what the timerfd holds (see ``DeadlineState``).
-    let deadline = Locked<DeadlineState>(DeadlineState())
+    /// The deadline: what was asked for, what the timerfd holds (see ``DeadlineState``). Changed
+    /// by the loop's thread, and by other threads only with the loop's lock and
+    /// ``deadlineLock`` held (R44); so the loop's thread takes ``deadlineLock`` wherever it does
+    /// not hold the loop's lock (``withDeadline(_:)``), and needs no lock where it does
+    /// (``planSleep(_:)``, once per sleep).
+    @exclusivity(unchecked) var deadline = DeadlineState()
+    let deadlineLock = Locked<Void>(())
     /// The timerfd's watcher, made with the timerfd.
     @exclusivity(unchecked) var deadlineWatcher: UnsafeMutablePointer<ev_io>?
     /// Holds the deadline while the timerfd cannot (see EvBackend+Failures.swift).
@@ -61,6 +66,9 @@ final class EvBackend: LoopWaiter {
     @exclusivity(unchecked) var mainQueueWatcher: UnsafeMutablePointer<ev_io>?
     /// Tokens whose watchers fired during the last wait, with what fired.
     @exclusivity(unchecked) var ready: [(token: Int, events: Int32)] = []
+    /// Whether a watcher reported readiness not yet taken with ``takeReady()``, or a watched
+    /// descriptor is always ready (see ``DescriptorSet``): kept with ``ready``, read every pass.
+    @exclusivity(unchecked) var hasReady = false
     /// Internal watchers libev stopped with `EV_ERROR` (their `epoll_ctl` failed), with `errno`.
     @exclusivity(unchecked) var failedWatchers: [(watcher: UnsafeMutablePointer<ev_io>, errno: Int32)] = []
     /// Re-arms of internal watchers that failed again, in a row.
@@ -68,6 +76,9 @@ final class EvBackend: LoopWaiter {
     /// `epoll_wait` failures reported by libev, in a row.
     @exclusivity(unchecked) var pollFailures = 0
     var seenSystemErrors = 0
+    /// An internal watcher was started since the last wait: libev registers it inside the next
+    /// `ev_run`, and a refusal leaves it pending there (see ``enteringPoll()``).
+    @exclusivity(unchecked) var mayHavePendingWatchers = false
     /// True while the loop's thread is inside libev's backend poll (`epoll_wait`), between
     /// libev's release and acquire callbacks. What a thread that sleeps shows.
     let isInLibevPoll = Atomic<Bool>(false)
@@ -206,10 +217,12 @@ final class EvBackend: LoopWaiter {
     }
 
     /// libev's release callback, just before it blocks in `epoll_wait`. libev blocks even with
-    /// watchers pending (an `EV_ERROR` from the `epoll_ctl` it just made, say), so then the
-    /// eventfd is written and the poll returns at once.
+    /// watchers pending (an `EV_ERROR` from the `epoll_ctl` it just made for a watcher started
+    /// since the last wait, say), so then the eventfd is written and the poll returns at once.
     private func enteringPoll() {
         isInLibevPoll.store(true, ordering: .relaxed)
+        guard mayHavePendingWatchers else { return }
+        mayHavePendingWatchers = false
         if ev_pending_count(loop) != 0 { _ = wake.kick() }
     }
 
@@ -238,7 +251,7 @@ final class EvBackend: LoopWaiter {
         if let deadlineWatcher { ev_io_stop(loop, deadlineWatcher) }
         ev_io_stop(loop, wakeWatcher)
         if let fallbackTimer { ev_timer_stop(loop, fallbackTimer) }
-        let timerFD = deadline.withLock { state in
+        let timerFD = withDeadline { state in
             defer { state.timerFD = -1 }
             return state.timerFD
         }
