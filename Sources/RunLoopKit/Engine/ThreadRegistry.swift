@@ -55,6 +55,13 @@ enum ThreadRegistry {
         return loop
     }
 
+    /// Makes `loop` the calling thread's loop, torn down at the thread's exit as usual: a loop
+    /// made with a wait of its own (a ``VirtualWaiter``, in tests). The thread must have none.
+    static func adopt(_ loop: EvRunLoop) {
+        require(existingLoop() == nil && !isMainThread, "ThreadRegistry.adopt(_:): this thread has a run loop already")
+        pthread_setspecific(key, Unmanaged.passRetained(loop).toOpaque())
+    }
+
     /// The main thread's loop, created by whichever thread asks first (R2).
     static func mainRunLoop() throws(EvRunLoopError) -> EvRunLoop {
         try mainLoop.withLock { (main: inout EvRunLoop?) throws(EvRunLoopError) -> EvRunLoop in

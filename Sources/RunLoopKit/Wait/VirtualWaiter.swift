@@ -9,7 +9,10 @@ import Musl
 /// Time moves only when the loop sleeps with a deadline (``AdvancePolicy/toEachDeadline``: the
 /// clock jumps to the deadline at once) or when a test moves it (``AdvancePolicy/manual``:
 /// ``advance(by:)``). A sleep with no deadline blocks until a wake-up or a deadline moved from
-/// another thread (R44), like the real wait. Version-1 watchers are recorded and never report.
+/// another thread (R44), like the real wait. Version-1 watchers are recorded and never report,
+/// and signals are not routed: a virtual loop is for timers, version-0 sources, observers and
+/// blocks. A loop waits with one when made with ``EvRunLoop/init(isMain:waiter:)`` and adopted
+/// by its thread (``ThreadRegistry/adopt(_:)``).
 ///
 /// `@unchecked Sendable`: every field is reached under `mutex`.
 final class VirtualWaiter: LoopWaiter, @unchecked Sendable {
@@ -57,6 +60,9 @@ final class VirtualWaiter: LoopWaiter, @unchecked Sendable {
 
     /// The virtual clock's reading.
     func now() -> MonotonicTime { locked { clock } }
+
+    /// The virtual clock's reading as an instant of the clock the public API speaks.
+    var instant: ContinuousClock.Instant { now().instant }
 
     /// How many sleeps have ended so far.
     var sleepCount: Int { locked { sleeps } }

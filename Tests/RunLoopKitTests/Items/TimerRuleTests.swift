@@ -2,8 +2,8 @@ import Foundation
 import RunLoopKit
 import Testing
 
-/// Timers, semantics.md R39–R47. No test asserts how soon a timer fires: only order, counts and
-/// fire-date arithmetic.
+/// Timers, R39–R47, on the real clock. No test asserts how soon a timer fires: only order,
+/// counts and fire-date arithmetic.
 @Suite struct TimerRuleTests {
     private static let tracking = EvRunLoop.Mode("rules-b.timers.tracking")
     private static let other = EvRunLoop.Mode("rules-b.timers.other")
@@ -69,66 +69,7 @@ import Testing
         #expect(log == ["entry", "beforeTimers", "beforeSources", "-40ms", "-30ms", "-20ms", "-10ms", "exit"])
     }
 
-    // MARK: R41, R42
-
-    /// A repeating timer in `.default` while `tracking` runs for more than five of its intervals
-    /// (until a `tracking` timer fires); then `.default` runs until the first timer fires, and
-    /// once more until it fires again. Its callout stops each run.
-    private func missedIntervalsScenario() -> MissedIntervals {
-        let interval = Duration.milliseconds(10)
-        return onLoopThread { loop -> MissedIntervals in
-            let first = ContinuousClock.now + interval
-            let fires = EventLog<TimerFire>()
-            let timer = EvTimer(fireAt: first, interval: interval) { timer in
-                fires.append(TimerFire(fireDate: timer.fireDate, now: .now))
-                loop.stop()
-            }
-            loop.add(timer, forMode: .default)
-            let firesWhileTracking = Box(-1)
-            let end = EvTimer(fireAt: first + interval * 5 + interval / 2) { _ in firesWhileTracking.set(fires.count) }
-            loop.add(end, forMode: Self.tracking)
-            let trackingResult = loop.run(mode: Self.tracking, timeout: .seconds(30))
-            let defaultResult = loop.run(mode: .default, timeout: .seconds(30))
-            let firesAfterFirstRun = fires.count
-            let next = timer.fireDate
-            let after = ContinuousClock.now
-            loop.run(mode: .default, timeout: .seconds(30))
-            timer.invalidate()
-            return MissedIntervals(
-                interval: interval, first: first, fires: fires.all, firesAfterFirstRun: firesAfterFirstRun,
-                next: next, after: after, firesWhileTracking: firesWhileTracking.get,
-                trackingResult: trackingResult, defaultResult: defaultResult)
-        }
-    }
-
-    @Test func R41_timerWhoseModeWasNotRunningFiresOnceHoweverManyIntervalsItMissed() {
-        let outcome = missedIntervalsScenario()
-        #expect(outcome.trackingResult == .finished)
-        #expect(outcome.firesWhileTracking == 0)
-        #expect(outcome.defaultResult == .stopped)
-        #expect(outcome.firesAfterFirstRun == 1)
-        #expect(outcome.fires.count == 2)
-        guard outcome.fires.count == 2 else { return }
-        #expect(outcome.fires[0].fireDate == outcome.first)
-        #expect(outcome.fires[0].now >= outcome.first + outcome.interval * 5)  // it really missed intervals
-        // The next fire is for a slot after the first fire, not for one of the missed slots.
-        #expect(outcome.fires[1].fireDate > outcome.fires[0].now)
-    }
-
-    @Test func R42_nextFireDateIsOnTheOriginalGridStrictlyAfterNow() {
-        let outcome = missedIntervalsScenario()
-        let step = nanoseconds(outcome.interval)
-        let offset = nanoseconds(outcome.first.duration(to: outcome.next))
-        #expect(offset % step == 0)
-        #expect(offset / step >= 6)  // at least the slots up to the tracking timer were skipped
-        if let fired = outcome.fires.first {
-            #expect(outcome.next > fired.now)
-        }
-        #expect(outcome.next - outcome.interval <= outcome.after)  // no more slots skipped than needed
-        if outcome.fires.count == 2 {
-            #expect(outcome.fires[1].fireDate == outcome.next)  // and it keeps that schedule
-        }
-    }
+    // MARK: R41, R42: VirtualClockTimerTests (missed intervals, on a virtual clock)
 
     // MARK: R43
 
@@ -156,23 +97,7 @@ import Testing
 
     // MARK: R44
 
-    @Test func R44_laterFireDateSetInTheCalloutIsHonoured() {
-        let interval = Duration.milliseconds(10)
-        let offGrid = interval * 2 + interval / 2
-        let fired = onLoopThread { loop -> [ContinuousClock.Instant] in
-            let fired = EventLog<ContinuousClock.Instant>()
-            let timer = EvTimer(fireAt: .now - .milliseconds(1), interval: interval) { timer in
-                let date = timer.fireDate
-                fired.append(date)
-                if fired.count == 1 { timer.fireDate = date + offGrid } else { loop.stop() }
-            }
-            loop.add(timer, forMode: .default)
-            loop.run(mode: .default, timeout: .seconds(30))
-            return fired.all
-        }
-        #expect(fired.count == 2)
-        if fired.count == 2 { #expect(fired[0].duration(to: fired[1]) == offGrid) }
-    }
+    // A later date set in the callout, to the nanosecond: VirtualClockTimerTests.
 
     /// C80 (where R44 used to let the grid win): a date set inside the callout always wins, even
     /// one before the date just fired; that date is due, so the timer fires again in the next
@@ -292,33 +217,8 @@ import Testing
 
     // MARK: R46
 
-    @Test func R46_timerWithToleranceNeverFiresBeforeItsFireDate() {
-        let checks = onLoopThread { loop -> [String: [Bool]] in
-            let checks = Box<[String: [Bool]]>([:])
-            let tolerant = [("a", 3, 20), ("b", 7, 50), ("c", 5, 5)].map { name, interval, tolerance in
-                EvTimer(after: .milliseconds(interval), interval: .milliseconds(interval), tolerance: .milliseconds(tolerance)) { timer in
-                    let early = ContinuousClock.now < timer.fireDate
-                    let count = checks.update { $0[name, default: []].append(!early); return $0[name]!.count }
-                    if count == 10 { timer.invalidate() }
-                }
-            }
-            // Wakes the loop every millisecond, between the tolerant timers' fire dates: a wake-up
-            // for it must not fire them early.
-            let driver = EvTimer(after: .milliseconds(1), interval: .milliseconds(1)) { timer in
-                let early = ContinuousClock.now < timer.fireDate
-                checks.update { $0["driver", default: []].append(!early) }
-                if !tolerant.contains(where: \.isValid) { timer.invalidate() }
-            }
-            for timer in tolerant + [driver] { loop.add(timer, forMode: .default) }
-            let result = loop.run(mode: .default, timeout: .seconds(30))
-            return result == .finished ? checks.get : [:]
-        }
-        #expect(checks.keys.sorted() == ["a", "b", "c", "driver"])
-        for (name, onTime) in checks {
-            #expect(!onTime.isEmpty && onTime.allSatisfy { $0 }, "timer \(name)")
-            if name != "driver" { #expect(onTime.count == 10, "timer \(name)") }
-        }
-    }
+    // A tolerant timer never fires early: VirtualClockTimerTests; coalescing on the real clock:
+    // ToleranceTests.
 
     // MARK: R47
 
@@ -341,30 +241,6 @@ import Testing
         #expect(outcome.fires == 1)
         #expect(outcome.step == EvTimer.intervalLimit)
     }
-}
-
-/// What ``TimerRuleTests`` learns from a run that left a timer's mode idle for several intervals.
-private struct MissedIntervals: Sendable {
-    let interval: Duration
-    let first: ContinuousClock.Instant
-    let fires: [TimerFire]
-    let firesAfterFirstRun: Int
-    let next: ContinuousClock.Instant
-    let after: ContinuousClock.Instant
-    let firesWhileTracking: Int
-    let trackingResult: EvRunLoop.RunResult
-    let defaultResult: EvRunLoop.RunResult
-}
-
-/// One callout of a timer: the fire date it ran for and when it ran.
-private struct TimerFire: Sendable {
-    let fireDate: ContinuousClock.Instant
-    let now: ContinuousClock.Instant
-}
-
-private func nanoseconds(_ duration: Duration) -> Int64 {
-    let (seconds, attoseconds) = duration.components
-    return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
 }
 
 /// Logs each activity by name (`entry`, `beforeTimers`, …).

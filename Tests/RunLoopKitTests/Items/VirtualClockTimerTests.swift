@@ -1,0 +1,183 @@
+import Foundation
+@testable import RunLoopKit
+import Testing
+import TestSupport
+
+/// The timer rules on a virtual clock (``VirtualWaiter``): time moves only when the loop sleeps
+/// to its deadline or the test moves it, so these check exact dates and wake-up counts, and
+/// none of them sleeps. The real clock's checks of the same rules are in TimerRuleTests,
+/// ToleranceTests and SleepTests.
+@Suite struct VirtualClockTimerTests {
+    private static let tracking = EvRunLoop.Mode("virtual.timers.tracking")
+
+    /// R22, R46: a sleep for a timer ends at its date exactly (the plan's deadline), once.
+    @Test func R22_aSleepForATimerEndsAtItsDate() {
+        let (firedAt, due, sleeps) = onVirtualLoopThread { loop, clock -> (ContinuousClock.Instant?, ContinuousClock.Instant, Int) in
+            let due = clock.instant + .seconds(5)
+            let firedAt = Box<ContinuousClock.Instant?>(nil)
+            loop.add(EvTimer(fireAt: due) { _ in firedAt.set(clock.instant) }, forMode: .default)
+            _ = loop.run(mode: .default, timeout: .seconds(60))
+            return (firedAt.get, due, clock.sleepCount)
+        }
+        #expect(firedAt == due)
+        #expect(sleeps == 1)
+    }
+
+    /// R41, R42: a repeating timer whose mode did not run for five intervals fires once when it
+    /// runs again, then on its original grid, at the first slot strictly after that fire.
+    @Test func R41_R42_missedIntervalsFireOnceThenTheGridResumes() {
+        let outcome = onVirtualLoopThread { loop, clock -> (fires: [ContinuousClock.Instant], first: ContinuousClock.Instant, afterTracking: ContinuousClock.Instant) in
+            let interval = Duration.seconds(1)
+            let first = clock.instant + interval
+            let fires = EventLog<ContinuousClock.Instant>()
+            let timer = EvTimer(fireAt: first, interval: interval) { _ in
+                fires.append(clock.instant)
+                if fires.count == 2 { loop.stop() }
+            }
+            loop.add(timer, forMode: .default)
+            // Another mode runs for five and a half intervals: the timer waits.
+            loop.add(EvTimer(fireAt: first + interval * 5 + interval / 2) { _ in }, forMode: Self.tracking)
+            _ = loop.run(mode: Self.tracking, timeout: .seconds(60))
+            let afterTracking = clock.instant
+            _ = loop.run(mode: .default, timeout: .seconds(60))
+            timer.invalidate()
+            return (fires.all, first, afterTracking)
+        }
+        #expect(outcome.fires.count == 2)
+        guard outcome.fires.count == 2 else { return }
+        #expect(outcome.fires[0] == outcome.afterTracking)  // once, at once, for all the missed slots
+        #expect(outcome.fires[1] == outcome.first + .seconds(6))  // the first slot after that fire
+    }
+
+    /// R43: a one-shot timer fires once at its date and leaves every mode.
+    @Test func R43_aOneShotTimerFiresOnceAtItsDate() {
+        let (fires, valid, result) = onVirtualLoopThread { loop, clock -> ([ContinuousClock.Instant], Bool, EvRunLoop.RunResult) in
+            let fires = EventLog<ContinuousClock.Instant>()
+            let timer = EvTimer(fireAt: clock.instant + .seconds(2)) { _ in fires.append(clock.instant) }
+            loop.add(timer, forMode: .default)
+            let result = loop.run(mode: .default, timeout: .seconds(60))
+            return (fires.all.map { $0 - .seconds(2) }, timer.isValid, result)
+        }
+        #expect(fires.count == 1)
+        #expect(!valid)
+        #expect(result == .finished)
+    }
+
+    /// R44: a later date set in the callout is honoured to the nanosecond; C80: an earlier one
+    /// wins too, and fires again at once.
+    @Test func R44_C80_aDateSetInTheCalloutWins() {
+        let fires = onVirtualLoopThread { loop, clock -> [Duration] in
+            let start = clock.instant
+            let fires = EventLog<Duration>()
+            let timer = EvTimer(fireAt: start + .seconds(1), interval: .seconds(10)) { timer in
+                fires.append(start.duration(to: clock.instant))
+                switch fires.count {
+                case 1: timer.fireDate = timer.fireDate + .milliseconds(2500)  // later, off the grid
+                case 2: timer.fireDate = timer.fireDate - .seconds(1)  // earlier: due at once
+                default: loop.stop()
+                }
+            }
+            loop.add(timer, forMode: .default)
+            _ = loop.run(mode: .default, timeout: .seconds(60))
+            return fires.all
+        }
+        #expect(fires == [.seconds(1), .milliseconds(3500), .milliseconds(3500)])
+    }
+
+    /// R44, C75: a timer re-dated from another thread while the loop sleeps until a far
+    /// deadline moves that sleep's deadline; the loop wakes at the new date, once.
+    @Test func R44_C75_aDateMovedFromAnotherThreadMovesTheSleep() {
+        let clock = VirtualWaiter(policy: .manual)
+        let fired = Box<ContinuousClock.Instant?>(nil)
+        let start = clock.instant
+        let timer = EvTimer(fireAt: start + .seconds(3600)) { _ in fired.set(clock.instant) }
+        let (loop, finished) = startVirtualLoopThread(clock) { loop in
+            loop.add(timer, forMode: .default)
+            _ = loop.run(mode: .default, timeout: nil)
+        }
+        clock.waitUntilAsleep()
+        #expect(clock.plannedDeadline == MonotonicTime(start + .seconds(3600)))
+        timer.fireDate = start + .seconds(5)
+        #expect(clock.plannedDeadline == MonotonicTime(start + .seconds(5)))
+        clock.advance(by: .seconds(5))
+        #expect(finished.wait())
+        #expect(fired.get == start + .seconds(5))
+        #expect(clock.sleepCount == 1)
+        _ = loop
+    }
+
+    /// R44, C75: a timer added from another thread to a loop asleep with no deadline gives that
+    /// sleep one; the loop wakes at the timer's date.
+    @Test func R44_aTimerAddedFromAnotherThreadGivesTheSleepADeadline() {
+        let clock = VirtualWaiter(policy: .manual)
+        let fired = Box<ContinuousClock.Instant?>(nil)
+        let (loop, finished) = startVirtualLoopThread(clock) { loop in
+            loop.add(EvSource {}, forMode: .default)  // keeps the mode alive, with no deadline
+            _ = loop.run(mode: .default, timeout: nil)
+        }
+        clock.waitUntilAsleep()
+        #expect(clock.plannedDeadline == .distantFuture)
+        let due = clock.instant + .seconds(7)
+        loop.add(EvTimer(fireAt: due) { _ in
+            fired.set(clock.instant)
+            EvRunLoop.current.stop()
+        }, forMode: .default)
+        #expect(clock.plannedDeadline == MonotonicTime(due))
+        clock.advance(by: .seconds(7))
+        #expect(finished.wait())
+        #expect(fired.get == due)
+    }
+
+    /// R46: with tolerance, A (due at +1 s, 10 s of tolerance) waits for B (due at +4 s): both fire
+    /// after one sleep, at B's date, neither before its own.
+    @Test func R46_toleranceCoalescesTwoTimersIntoOneWakeUpAtTheLaterDate() {
+        let (log, sleeps) = onVirtualLoopThread { loop, clock -> ([String], Int) in
+            let start = clock.instant
+            let log = EventLog<String>()
+            let first = EvTimer(fireAt: start + .seconds(1), tolerance: .seconds(10)) { _ in
+                log.append("A at \(start.duration(to: clock.instant))")
+            }
+            let second = EvTimer(fireAt: start + .seconds(4)) { _ in log.append("B at \(start.duration(to: clock.instant))") }
+            loop.add(first, forMode: .default)
+            loop.add(second, forMode: .default)
+            _ = loop.run(mode: .default, timeout: .seconds(60))
+            return (log.all, clock.sleepCount)
+        }
+        #expect(log == ["A at 4.0 seconds", "B at 4.0 seconds"])
+        #expect(sleeps == 1)
+    }
+
+    /// R46: a tolerant timer never fires before its date, however often other timers wake the loop.
+    @Test func R46_aTolerantTimerNeverFiresEarly() {
+        let early = onVirtualLoopThread { loop, clock -> [String] in
+            let early = EventLog<String>()
+            let fires = Box(0)
+            let tolerant = EvTimer(fireAt: clock.instant + .milliseconds(7), interval: .milliseconds(7), tolerance: .milliseconds(50)) { timer in
+                if clock.instant < timer.fireDate { early.append("tolerant") }
+                fires.set(fires.get + 1)
+                if fires.get == 10 { timer.invalidate() }
+            }
+            let driver = EvTimer(fireAt: clock.instant + .milliseconds(1), interval: .milliseconds(1)) { timer in
+                if clock.instant < timer.fireDate { early.append("driver") }
+                if !tolerant.isValid { timer.invalidate() }
+            }
+            loop.add(tolerant, forMode: .default)
+            loop.add(driver, forMode: .default)
+            _ = loop.run(mode: .default, timeout: .seconds(60))
+            return early.all
+        }
+        #expect(early.isEmpty)
+    }
+
+    /// R26, R47: a run's timeout ends its sleep at that date when no timer comes first.
+    @Test func R26_aRunTimesOutAtItsDeadline() {
+        let (result, elapsed) = onVirtualLoopThread { loop, clock -> (EvRunLoop.RunResult, Duration) in
+            let start = clock.instant
+            loop.add(EvTimer(fireAt: start + .seconds(3600)) { _ in }, forMode: .default)
+            let result = loop.run(mode: .default, timeout: .seconds(90))
+            return (result, start.duration(to: clock.instant))
+        }
+        #expect(result == .timedOut)
+        #expect(elapsed == .seconds(90))
+    }
+}
