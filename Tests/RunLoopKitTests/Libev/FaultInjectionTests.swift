@@ -114,4 +114,10 @@ import Testing
         try expectPass("quiet-wakeups")
         try expectPass("quiet-wakeups-timer")
     }
+
+    /// A repeating timer's kernel timer repeats by itself: per fire one `epoll_wait` and one
+    /// `read`, no `timerfd_settime` after the first.
+    @Test func aRepeatingTimerIsNotReArmedEveryPeriod() throws {
+        try expectPass("periodic-timer-syscalls")
+    }
 }
