@@ -67,7 +67,7 @@ struct BlockQueue {
 
     private var common = Lane()
     private var defaultLane = Lane()
-    private var named: [EvRunLoop.Mode: Lane] = [:]
+    private var named: [ModeKey: Lane] = [:]
     /// An empty buffer a step handed back (``recycle(_:)``), given to the next `.common` or
     /// `.default` lane taken, so a loop that runs a block per step does not allocate per step.
     private var spare: [Entry] = []
@@ -107,7 +107,7 @@ struct BlockQueue {
             } else if mode == .default {
                 defaultLane.append(entry)
             } else {
-                named[mode, default: Lane()].append(entry)
+                named[ModeKey(mode), default: Lane()].append(entry)
             }
             return true
         }
@@ -138,7 +138,7 @@ struct BlockQueue {
     func hasBlocks(for mode: EvRunLoop.Mode, isCommon: Bool) -> Bool {
         if isCommon && common.live > 0 { return true }
         if mode == .default { return defaultLane.live > 0 }
-        return (named[mode]?.live ?? 0) > 0
+        return (named[ModeKey(mode)]?.live ?? 0) > 0
     }
 
     /// R54/R15: takes out every block that may run in `mode` now: its lane's, and the common
@@ -191,7 +191,7 @@ struct BlockQueue {
             lane = defaultLane
             defaultLane = Lane(entries: takeSpare())
         } else {
-            guard let found = named.removeValue(forKey: mode) else { return [] }
+            guard let found = named.removeValue(forKey: ModeKey(mode)) else { return [] }
             lane = found
         }
         return claimAll(&lane, from: mode)
@@ -228,8 +228,8 @@ struct BlockQueue {
             lane.live -= 1
             if lane.live == 0 { lane = Lane() }
         }
-        if mode != .common && mode != .default && named[mode]?.entries.isEmpty == true {
-            named[mode] = nil
+        if mode != .common && mode != .default && named[ModeKey(mode)]?.entries.isEmpty == true {
+            named[ModeKey(mode)] = nil
         }
     }
 
@@ -239,7 +239,7 @@ struct BlockQueue {
         } else if mode == .default {
             body(&defaultLane)
         } else {
-            body(&named[mode, default: Lane()])
+            body(&named[ModeKey(mode), default: Lane()])
         }
     }
 }

@@ -101,7 +101,7 @@ public final class EvRunLoop: Sendable {
     /// CFRunLoopCopyAllModes lists, so a mode made common that no common item joined yet is not
     /// in it).
     public var allModes: [Mode] {
-        let names = state.withLock { Array($0.otherModes.keys) }
+        let names = state.withLock { $0.otherModes.keys.map(\.mode) }
         return [.default] + names.sorted { $0.name < $1.name }
     }
 
@@ -169,7 +169,7 @@ public final class EvRunLoop: Sendable {
     public func addCommonMode(_ mode: Mode) {
         require(mode != .common, "EvRunLoop.addCommonMode(_:): .common is the pseudo-mode itself, not a mode")
         let (scheduled, version1SourcesJoined): ([(EvSource, Mode)], Bool) = state.withLock { state in
-            guard !state.isDead, mode != .default, state.otherCommonModes.insert(mode).inserted else { return ([], false) }
+            guard !state.isDead, mode != .default, state.otherCommonModes.insert(ModeKey(mode)).inserted else { return ([], false) }
             for timer in state.commonTimers.values { attach(timer, to: [mode], &state) }
             for (_, observer) in state.commonObservers { attach(observer, to: [mode], &state) }
             for core in state.commonSource1s.values { attach(core, to: [mode], &state) }

@@ -6,10 +6,10 @@
 struct LoopState {
     /// The modes other than the default one (R7), which is ``defaultMode``: a loop that only
     /// ever uses the default mode has no table (an empty dictionary allocates nothing).
-    var otherModes: [EvRunLoop.Mode: ModeState] = [:]
+    var otherModes: [ModeKey: ModeState] = [:]
     /// R11: the common set besides the default mode, which always is in it (``isCommon(_:)``);
     /// never shrinks. Empty, with no storage, until a mode is made common.
-    var otherCommonModes: Set<EvRunLoop.Mode> = []
+    var otherCommonModes: Set<ModeKey> = []
     /// The common items (R12) and the version-1 sources (R37, R38), made at the first of them
     /// (see ``ItemTables``; LoopState's properties of the same names read and change them).
     var tables: ItemTables?
@@ -40,15 +40,15 @@ struct LoopState {
     /// The state of `mode`, creating the mode if asked (R7).
     mutating func modeState(_ mode: EvRunLoop.Mode) -> ModeState {
         if mode == .default { return defaultMode }
-        if let existing = otherModes[mode] { return existing }
+        if let existing = otherModes[ModeKey(mode)] { return existing }
         let created = ModeState(mode)
-        otherModes[mode] = created
+        otherModes[ModeKey(mode)] = created
         return created
     }
 
     /// The state of `mode` if it exists.
     func existingModeState(_ mode: EvRunLoop.Mode) -> ModeState? {
-        mode == .default ? defaultMode : otherModes[mode]
+        mode == .default ? defaultMode : otherModes[ModeKey(mode)]
     }
 
     /// Every mode that exists, the default one first.
@@ -56,7 +56,7 @@ struct LoopState {
 
     /// Whether `mode` is in the common set (R11).
     func isCommon(_ mode: EvRunLoop.Mode) -> Bool {
-        mode == .default || otherCommonModes.contains(mode)
+        mode == .default || otherCommonModes.contains(ModeKey(mode))
     }
 
     /// The mode other than the default one that a run last entered (modes are never removed, so
@@ -68,7 +68,7 @@ struct LoopState {
     mutating func modeStateForRun(_ mode: EvRunLoop.Mode) -> ModeState? {
         if mode == .default { return defaultMode }
         if let last = lastRunMode, last.mode == mode { return last }
-        lastRunMode = otherModes[mode]
+        lastRunMode = otherModes[ModeKey(mode)]
         return lastRunMode
     }
 
@@ -85,7 +85,7 @@ struct LoopState {
     func expand(_ mode: EvRunLoop.Mode) -> ModeList {
         guard mode == .common else { return [mode] }
         var modes: ModeList = [.default]
-        for other in otherCommonModes { modes.append(other) }
+        for other in otherCommonModes { modes.append(other.mode) }
         return modes
     }
 }

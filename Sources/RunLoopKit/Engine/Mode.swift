@@ -33,17 +33,6 @@ extension EvRunLoop {
         /// Hashes the mode's number, never its name.
         public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
-        /// What dictionaries and sets of modes hash by: the number mixed with one multiply, not a
-        /// `Hasher` run (SipHash, about 150 instructions for each lookup of a mode's state).
-        /// Numbers are handed out in sequence by this process, so there is no flooding to resist.
-        ///
-        /// - Parameter seed: the table's seed, mixed in so that tables of different sizes differ.
-        /// - Returns: the hash value.
-        public func _rawHashValue(seed: Int) -> Int {
-            let mixed = UInt(bitPattern: id ^ seed) &* 0x9E37_79B9_7F4A_7C15
-            return Int(bitPattern: mixed ^ (mixed >> 29))
-        }
-
         /// The default mode, `kCFRunLoopDefaultMode`. Always in the common set (R11).
         /// Numbered in advance, so it is a constant: reading it costs no lazy-initialisation check.
         public static let `default` = Mode(id: ModeNames.defaultNumber)
@@ -135,5 +124,24 @@ enum ModeNames {
 
     static func name(of number: Int) -> String {
         table.withLock { $0.names[number] }
+    }
+}
+
+/// A mode as the engine's tables key it: the number mixed with one multiply, not a `Hasher`
+/// run (SipHash, about 150 instructions for each lookup of a mode's state). Numbers are handed
+/// out in sequence by this process, so there is no flooding to resist. Internal, so that the
+/// public ``EvRunLoop/Mode`` hashes the ordinary way.
+struct ModeKey: Hashable, Sendable {
+    let id: Int
+
+    init(_ mode: EvRunLoop.Mode) { id = mode.id }
+
+    var mode: EvRunLoop.Mode { EvRunLoop.Mode(id: id) }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(id) }
+
+    func _rawHashValue(seed: Int) -> Int {
+        let mixed = UInt(bitPattern: id ^ seed) &* 0x9E37_79B9_7F4A_7C15
+        return Int(bitPattern: mixed ^ (mixed >> 29))
     }
 }

@@ -130,6 +130,9 @@ extension EvBackend {
             } else {
                 error = errno
             }
+            // While the loop is made, the set probed is only likely libev's: another thread's,
+            // closed meanwhile, is no refusal of this descriptor.
+            if error != 0 && !backendFDConfirmed && fcntl(fd, F_GETFD) >= 0 && !Self.isEpollInstance(backendFD) { error = 0 }
         } else if fcntl(fd, F_GETFD) < 0 {
             error = errno
         }
