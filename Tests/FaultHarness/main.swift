@@ -292,6 +292,32 @@ func epollWaitFailsForGood() {
     fail("the run returned although epoll_wait always failed")
 }
 
+/// `epoll_ctl` refuses one of the loop's own descriptors with `EBADF` (libev asserts on that):
+/// at creation (`creation`: the eventfd) the loop's creation throws naming the call; later (the
+/// timerfd, registered when the first sleep with a deadline is planned) the process stops with
+/// RunLoopKit's message naming its call, never libev's assertion.
+func ownDescriptorRefused(atCreation: Bool) {
+    let outcome = onNewThread { () -> String in
+        if atCreation {
+            arm("epoll_ctl:1:EBADF:0@thread")
+            defer { runloopkit_faults_disarm() }
+            do {
+                _ = try EvRunLoop.forCurrentThread()
+                return "created"
+            } catch {
+                return "\(error)"
+            }
+        }
+        let loop = EvRunLoop.current
+        loop.add(EvTimer(after: .milliseconds(5)) { _ in }, forMode: .default)
+        arm("epoll_ctl:1:EBADF:0@thread")
+        loop.run(mode: .default, timeout: .seconds(5))
+        return "ran"
+    }
+    guard atCreation, outcome.contains("epoll_ctl refused the loop's own descriptor") else { fail("EBADF: \(outcome)") }
+    print("EBADF at creation: \(outcome)")
+}
+
 /// A wake-up cycle makes no system call raw libev would not: 100 cycles of a signalled
 /// version-0 source and a wake-up from another thread, the loop running with no timeout. Each
 /// cycle sleeps once in libev's `epoll_wait` (as `ev_async_send` and `ev_run` would); the poll
@@ -402,6 +428,8 @@ case "epoll-wait-forever": epollWaitFailsForGood()
 case "quiet-wakeups": quietWakeUps(timer: false)
 case "quiet-wakeups-timer": quietWakeUps(timer: true)
 case "periodic-timer-syscalls": periodicTimerSystemCalls()
+case "own-descriptor-ebadf-creation": ownDescriptorRefused(atCreation: true)
+case "own-descriptor-ebadf": ownDescriptorRefused(atCreation: false)
 default: fail("unknown scenario \(CommandLine.arguments.dropFirst().first ?? "(none)")")
 }
 print("PASS")

@@ -111,15 +111,17 @@ extension EvBackend {
     /// (libev keeps a stopped descriptor registered) is no refusal. Before libev's epoll
     /// descriptor is known, a descriptor closed behind the loop's back is still caught.
     func checkOwnDescriptorOrStop(_ fd: Int32, call: String) {
-        do {
-            try checkOwnDescriptor(fd, call: call)
-        } catch {
-            fatalError("\(error)")
-        }
+        if let refusal = ownDescriptorRefusal(fd, call: call) { fatalError(refusal) }
     }
 
     /// ``checkOwnDescriptorOrStop(_:call:)``, throwing instead (the loop's creation).
     func checkOwnDescriptor(_ fd: Int32, call: String) throws(EvRunLoopError) {
+        if let refusal = ownDescriptorRefusal(fd, call: call) { throw .backendUnavailable(refusal) }
+    }
+
+    /// The message for a refusal libev would assert on, or `nil` (see
+    /// ``checkOwnDescriptorOrStop(_:call:)``).
+    private func ownDescriptorRefusal(_ fd: Int32, call: String) -> String? {
         var error: Int32 = 0
         if backendFD >= 0 {
             var event = epoll_event()
@@ -136,7 +138,7 @@ extension EvBackend {
         } else if fcntl(fd, F_GETFD) < 0 {
             error = errno
         }
-        guard error == EBADF || error == EINVAL || error == ELOOP else { return }
-        throw .backendUnavailable("\(call): epoll_ctl refused the loop's own descriptor \(fd): \(describe(errno: error))")
+        guard error == EBADF || error == EINVAL || error == ELOOP else { return nil }
+        return "\(call): epoll_ctl refused the loop's own descriptor \(fd): \(describe(errno: error))"
     }
 }

@@ -88,6 +88,17 @@ import Testing
         #expect(errors.contains("EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): epoll_wait keeps failing"), "\(errors)")
     }
 
+    /// `epoll_ctl` refusing one of the loop's own descriptors with `EBADF`, which libev asserts
+    /// on, ends in RunLoopKit's message naming its call: a thrown error when the loop is made,
+    /// a stop with the message later (the timerfd's registration). Before, libev's assertion.
+    @Test func anEBADFOnTheLoopsOwnDescriptorEndsInRunLoopKitsMessage() throws {
+        try expectPass("own-descriptor-ebadf-creation")
+        let (status, _, errors) = try harness("own-descriptor-ebadf")
+        #expect(status != 0)
+        #expect(errors.contains("EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): epoll_ctl refused the loop's own descriptor"), "\(errors)")
+        #expect(!errors.contains("libev:"), "\(errors)")
+    }
+
     /// A wake-up whose eventfd `write` fails (ENOMEM, EINTR), and a loop whose `read` of it
     /// fails, lose no message: 100 sends to a sleeping loop, 100 deliveries in order.
     @Test func failingWakeUpWritesAndReadsLoseNoMessage() throws {
