@@ -1,4 +1,4 @@
-// A timer that survives a tracking mode because it is in the common modes (seeds 000, 003):
+// A timer that survives a tracking mode because it is in the common modes (R11–R13):
 // UIKit switches the main loop to UITrackingRunLoopMode while the user scrolls; a timer added
 // only to the default mode stops, one added to `.common` keeps firing. When scrolling ends, the
 // default-mode timer fires once, however many ticks it missed (R41), and then stays on its grid.

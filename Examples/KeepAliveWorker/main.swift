@@ -1,5 +1,5 @@
-// A keep-alive worker thread (seeds 000, 001, 004): one thread whose run loop sleeps until work
-// arrives, instead of a thread per task — and, unlike seed 004's `[NSRunLoop run]` trap, one that
+// A keep-alive worker thread: one thread whose run loop sleeps until work arrives, instead of a
+// thread per task — and, unlike Foundation's `RunLoop.run()`, which ignores stop (W13), one that
 // really ends when stopped.
 //
 //     swift run KeepAliveWorker

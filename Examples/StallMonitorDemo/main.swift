@@ -1,6 +1,6 @@
-// A stall ("卡顿") monitor on the main run loop catching a 300 ms block (seeds 000, 001): an
-// observer in the common modes timestamps each phase; a watchdog thread reports when one phase
-// outlasts 80 ms three times in a row, with a backtrace of the stalled main thread.
+// A stall ("卡顿") monitor on the main run loop catching a 300 ms block: an observer in the
+// common modes timestamps each phase; a watchdog thread reports when one phase outlasts 80 ms
+// three times in a row, with a backtrace of the stalled main thread.
 //
 //     swift run StallMonitorDemo
 
