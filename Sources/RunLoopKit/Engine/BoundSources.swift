@@ -1,10 +1,10 @@
 /// The version-0 sources bound to a loop, in any of its modes (for teardown's cancel callouts,
 /// R4): the first one inline, any others in a dictionary.
 ///
-/// Many loops have a single source (a wake-up source, a port); it is kept without a heap
-/// allocation (a dictionary of one made a 112-byte block per loop). A source is listed exactly
-/// while it is bound to the loop (its `loop` is the loop), so the loop inserts it only when it
-/// binds it and removes it only when it unbinds it; neither looks for a duplicate.
+/// Many loops have a single source (a wake-up source, a port), so the first is kept inline,
+/// with no heap allocation. A source is listed exactly while it is bound to the loop (its `loop`
+/// is the loop), so the loop inserts it only when it binds it and removes it only when it
+/// unbinds it; neither looks for a duplicate.
 struct BoundSources {
     private var first: EvSource?
     private var others: [ObjectIdentifier: EvSource] = [:]

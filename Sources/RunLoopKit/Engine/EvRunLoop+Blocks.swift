@@ -118,7 +118,7 @@ extension EvRunLoop {
         common = []
         guard buffer.capacity > 0 && buffer.capacity <= BlockQueue.spareCapacityLimit else { return }
         // removeAll(keepingCapacity:) goes through replaceSubrange, which costs more than the
-        // few removeLast calls of a small buffer (callgrind: 183 instructions for one entry).
+        // few removeLast calls of a small buffer.
         while !buffer.isEmpty { buffer.removeLast() }
         pendingBlocks.withLock { $0.recycle(&buffer) }
     }
@@ -127,8 +127,8 @@ extension EvRunLoop {
     /// the loop's lock held; takes the blocks' lock, which comes after it.
     ///
     /// Takes the common set (``LoopState/otherCommonModes``) rather than the whole
-    /// ``LoopState``: passing that large struct by value copied it (a `memcpy`) on every
-    /// iteration's result check.
+    /// ``LoopState``: passing that large struct by value would copy it on every iteration's
+    /// result check.
     func isEmpty(_ mode: ModeState, otherCommonModes: Set<ModeKey>) -> Bool {
         guard mode.sourceCount == 0 && mode.timerCount == 0 else { return false }
         let isCommon = mode.mode == .default || otherCommonModes.contains(ModeKey(mode.mode))

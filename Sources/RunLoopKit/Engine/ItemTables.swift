@@ -1,6 +1,6 @@
 /// A loop's tables of common items (R12) and of version-1 sources (R37, R38), in an object of
 /// their own made when the first entry is added: many loops have neither, and then carry one
-/// pointer instead of seven fields (48 bytes of every loop object).
+/// pointer instead of seven fields.
 ///
 /// ``LoopState`` reads and changes them through properties of the same names, as it did when
 /// they were its own fields: reading with no tables gives an empty one; changing one makes the

@@ -22,8 +22,8 @@ struct LoopRecorder: ~Copyable {
     /// Timing: on while ``EvRunLoop/collectsTimingMetrics`` is set.
     let timing = Atomic<Bool>(false)
     /// What timing measures, made the first time timing is turned on (``startTiming()``): a
-    /// loop that is never timed carries none of it (64 bytes of heap a loop). Read only after
-    /// ``timing`` was seen on, so the paths of an untimed loop do not look at it.
+    /// loop that is never timed carries none of it. Read only after ``timing`` was seen on, so
+    /// the paths of an untimed loop do not look at it.
     let timings = AtomicLazyReference<Timings>()
 
     /// The durations timing measures; all zero until a timed event.

@@ -129,8 +129,8 @@ final class ModeState: @unchecked Sendable {
         return timerCount == 0
     }
     /// Read and written only under the loop's lock, like every field here, so the run time's
-    /// exclusivity check (a thread-local access set, about 100 instructions per access, several
-    /// accesses per iteration) would only repeat what the lock guarantees.
+    /// exclusivity check (a thread-local access set, several accesses per iteration) would only
+    /// repeat what the lock guarantees.
     @exclusivity(unchecked) var timers = TimerHeap()
     /// The version-1 sources of this mode that need a libev watcher while it runs (R37).
     var watchedSources: [ObjectIdentifier: EvSource1Core] = [:]

@@ -127,10 +127,10 @@ enum ModeNames {
     }
 }
 
-/// A mode as the engine's tables key it: the number mixed with one multiply, not a `Hasher`
-/// run (SipHash, about 150 instructions for each lookup of a mode's state). Numbers are handed
-/// out in sequence by this process, so there is no flooding to resist. Internal, so that the
-/// public ``EvRunLoop/Mode`` hashes the ordinary way.
+/// A mode as the engine's tables key it: the number mixed with one multiply, not a SipHash
+/// `Hasher` run on every lookup of a mode's state. Numbers are handed out in sequence by this
+/// process, so there is no flooding to resist. Internal, so that the public ``EvRunLoop/Mode``
+/// hashes the ordinary way.
 struct ModeKey: Hashable, Sendable {
     let id: Int
 

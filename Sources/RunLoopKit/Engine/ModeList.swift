@@ -3,12 +3,12 @@
 ///
 /// Modes past the second live in a copy-on-write ``Tail`` that also keeps an index of them, so
 /// that `contains`, and with it adding an item to, removing it from or invalidating it in
-/// thousands of modes, costs O(1) per mode instead of O(modes): invalidating a timer in 100,000
-/// modes was quadratic. A list of one or two modes holds no tail, as it held an empty array before.
+/// thousands of modes, costs O(1) per mode instead of O(modes), so that invalidating a timer in
+/// many modes is not quadratic. A list of one or two modes holds no tail.
 ///
 /// The inline two are kept as mode numbers (``EvRunLoop/Mode/id``), with ``none`` for an empty
-/// place: a mode number is never negative, and a number takes 8 bytes where an optional mode
-/// took 16 (16 bytes less in every source, timer and observer).
+/// place: a mode number is never negative, and a plain number is smaller than an optional mode,
+/// which every source, timer and observer would carry twice.
 struct ModeList: Sequence, Sendable, ExpressibleByArrayLiteral {
     private var first = ModeList.none
     private var second = ModeList.none
@@ -21,8 +21,7 @@ struct ModeList: Sequence, Sendable, ExpressibleByArrayLiteral {
     ///
     /// `@unchecked Sendable`: a tail is changed only while its ``ModeList`` holds the one
     /// reference to it (copy on write), so a tail another list can see is never changed. For the
-    /// same reason the run time's exclusivity check on its fields (about 100 instructions an
-    /// access) would guard nothing.
+    /// same reason the run time's exclusivity check on its fields would guard nothing.
     private final class Tail: @unchecked Sendable {
         @exclusivity(unchecked) var modes: [EvRunLoop.Mode]
         @exclusivity(unchecked) var index: ModeIndex
@@ -97,9 +96,8 @@ struct ModeList: Sequence, Sendable, ExpressibleByArrayLiteral {
 }
 
 /// A set of modes for a long ``ModeList``: open addressing on the mode's number, which is already
-/// unique, so a lookup costs a multiply and a probe or two, not a `Hasher` run (a `Set<Mode>`
-/// hashed every mode with SipHash, about 150 instructions each, four times per mode of an add
-/// and invalidate). Modes are only ever inserted: a list that loses modes is rebuilt.
+/// unique, so a lookup costs a multiply and a probe or two, not a SipHash `Hasher` run per mode
+/// on every add and invalidate. Modes are only ever inserted: a list that loses modes is rebuilt.
 struct ModeIndex: Sendable {
     /// A mode's number plus one; zero marks an empty slot. The count is a power of two.
     private var slots: [Int] = []

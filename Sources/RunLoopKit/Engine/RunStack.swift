@@ -1,9 +1,8 @@
 /// The runs of a loop in progress, innermost last (R9, R27, R58): the outermost run's frame
 /// inline, nested runs' frames in an array.
 ///
-/// A loop's runs are seldom nested, so the usual run keeps its frame without a heap allocation
-/// (an `Array` of frames made a 64-byte block at a loop's first run and kept it); nested runs,
-/// a mode switch from a callout, use the array, which keeps its capacity between them.
+/// A loop's runs are seldom nested, so the usual run keeps its frame without a heap allocation;
+/// nested runs, a mode switch from a callout, use the array, which keeps its capacity between them.
 struct RunStack {
     /// The outermost run's frame; meaningful while `count` > 0.
     private var outermost = RunFrame(mode: .default)

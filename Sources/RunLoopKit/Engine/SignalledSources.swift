@@ -2,14 +2,13 @@
 /// particular order: each source knows its place (``EvSource/signalledSlot``), so joining and
 /// leaving are O(1) with no hashing; the last one fills a place that is left.
 ///
-/// A plain buffer of retained references rather than an `Array`: no uniqueness check or
-/// capacity check through a call on every append and removal, and a removal hands the list's
-/// reference over instead of copying it (about 40 instructions fewer per wake-up cycle,
-/// callgrind). `@unchecked Sendable`: used only under the owning loop's lock (hence the
-/// unchecked exclusivity too).
+/// A plain buffer of retained references rather than an `Array`, because it is on every wake-up
+/// cycle's path: no uniqueness or capacity check through a call on every append and removal, and
+/// a removal hands the list's reference over instead of copying it. `@unchecked Sendable`: used
+/// only under the owning loop's lock (hence the unchecked exclusivity too).
 final class SignalledSources: @unchecked Sendable {
     /// No buffer (capacity 0) until a source is first listed: a loop whose sources are never
-    /// signalled has none (48 bytes of heap a loop). Read through ``buffer`` once one is listed.
+    /// signalled pays for none. Read through ``buffer`` once one is listed.
     @exclusivity(unchecked) private var slots: UnsafeMutablePointer<Unmanaged<EvSource>>?
     @exclusivity(unchecked) private var capacity = 0
     /// How many sources are listed.
@@ -24,8 +23,7 @@ final class SignalledSources: @unchecked Sendable {
     var isEmpty: Bool { count == 0 }
 
     /// The buffer, for a caller that knows a source is (or is being) listed, so that it exists:
-    /// unchecked in optimised builds, where the list's paths cost what they did with a buffer
-    /// made up front.
+    /// unchecked in optimised builds, so the lazy buffer adds no check to the list's paths.
     @inline(__always)
     private var buffer: UnsafeMutablePointer<Unmanaged<EvSource>> { slots.unsafelyUnwrapped }
 

@@ -92,7 +92,7 @@ struct TimerHeap {
     ///
     /// The common cases (no timers, a live top) do not mutate: a mutating path here makes the
     /// compiler make the array unique first, which for an empty heap allocates a fresh buffer on
-    /// every call (three times per loop iteration).
+    /// every call, and it is called several times per loop iteration.
     mutating func peekLive() -> Entry? {
         guard let top = entries.first else { return nil }
         if top.isLive { return top }

@@ -5,8 +5,8 @@
 /// flicker with the running mode. Changes made from other threads only mark the set stale; the
 /// loop's thread brings the watchers in step before it next waits (libev is not thread-safe).
 ///
-/// The tables are in an object made when the first watcher is (most loops have no version-1
-/// source: 16 bytes of every loop object); reading them with none gives empty ones.
+/// The tables are in an object made when the first watcher is, because most loops have no
+/// version-1 source; reading them with none gives empty ones.
 struct WatchSet {
     /// The mode the started watchers belong to; `nil` forces a resync.
     var syncedMode: EvRunLoop.Mode?

@@ -23,8 +23,7 @@ import Musl
 ///
 /// Readiness bits are ``EvBackend/readable``, ``EvBackend/writable`` and ``EvBackend/failed``.
 /// Loop thread only: that rule serialises every access, so the fields every wait reads are
-/// `@exclusivity(unchecked)` (the run time's dynamic check cost about 75 instructions per
-/// wake-up of a loop watching descriptors; see ``EvBackend``).
+/// `@exclusivity(unchecked)`: the run time's dynamic check would only repeat it on every wake-up.
 final class DescriptorSet {
     /// The epoll descriptor that libev watches for readability.
     let descriptor: Int32

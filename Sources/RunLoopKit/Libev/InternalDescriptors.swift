@@ -9,10 +9,8 @@
 /// closed, so a caller never sees a closed number refused.
 ///
 /// A bit per descriptor number, in words that grow to the highest number marked: descriptors
-/// are small numbers, so this is a few bytes per loop, with no hashing and no temporary
-/// collection per call. (A `Set<Int32>` grew with the number of loops through the standard
-/// library's resizing code, which first ran, and faulted in its pages, only once a process had
-/// many loops.)
+/// are small numbers, so this is a few bytes per loop, with no hashing, no temporary collection
+/// per call, and no resizing code that first runs only once a process has many loops.
 enum InternalDescriptors {
     private static let words = Locked<[UInt64]>([])
 
