@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// One list of differences from CF (issue 9): every document that lists them holds exactly the
+/// One list of differences from CF: every document that lists them holds exactly the
 /// entries of `KnownDifference`, under the same short titles, so nothing differs silently and no
 /// list drifts from the others. A document joins by adding a line to `listings`.
 @Suite struct DifferenceListTests {

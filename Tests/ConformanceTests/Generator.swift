@@ -10,13 +10,13 @@ import TestSupport
 /// polls). Every other known difference that `KnownDifference.risked(by:)` checks is avoided by
 /// construction, and the shrinker keeps to them.
 ///
-/// What the generator makes for the rules of issue 9: timers that move their own fire date
-/// inside their callout, to past and future dates (C80, timer world); `wakeUp` and `stop` while
-/// the loop is idle and from any callout, pre-wait or post-wait (C51–C53, C56), fire-date moves,
-/// wake-ups and stops from another thread (`fromOtherThread`, C75), all in the stop world, where
-/// some runs sleep until a helper sees the thread asleep (`untilAsleep`), so that a wake-up kept
-/// where CF drops it shows as one more pass; and `addCommonMode` of modes that hold nothing
-/// yet, followed by `queryModes` (C10).
+/// What the generator makes for the rules where RunLoopKit and CF part most easily: timers that
+/// move their own fire date inside their callout, to past and future dates (C80, timer world);
+/// `wakeUp` and `stop` while the loop is idle and from any callout, pre-wait or post-wait
+/// (C51–C53, C56), fire-date moves, wake-ups and stops from another thread (`fromOtherThread`,
+/// C75), all in the stop world, where some runs sleep until a helper sees the thread asleep
+/// (`untilAsleep`), so that a wake-up kept where CF drops it shows as one more pass; and
+/// `addCommonMode` of modes that hold nothing yet, followed by `queryModes` (C10).
 struct ProgramGenerator {
     enum World: Sendable { case timers, stops, ports }
 
@@ -44,8 +44,8 @@ struct ProgramGenerator {
     private static let itemModes = ["default", "default", "default", "A", "A", "A", "B", "common", "common", "common"]
     private static let runModes = ["default", "default", "default", "A", "A", "B"]
 
-    /// Even seeds are in the timer world and odd ones in the stop world, as before the ports world
-    /// came, except every other odd seed (3, 7, 11…), which is in the ports world.
+    /// Even seeds are in the timer world and odd ones in the stop world, except every other odd
+    /// seed (3, 7, 11…), which is in the ports world.
     init(seed: UInt64) {
         rng = SplitMix64(seed: seed)
         world = seed % 2 == 0 ? .timers : seed % 4 == 1 ? .stops : .ports

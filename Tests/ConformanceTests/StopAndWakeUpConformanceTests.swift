@@ -169,7 +169,7 @@ import Testing
             + [returned("stopped")])
     }
 
-    /// C52 (the case): a stop made by a timer is seen by its own run's result check and
+    /// C52: a stop made by a timer is seen by its own run's result check and
     /// leaves no wake-up behind, so the next run, here in another mode, sleeps at once.
     @Test func C52_aStopFromATimerLeavesNoWakeUpForTheNextRun() {
         expectBothRunLoops([

@@ -1,7 +1,7 @@
-// Runs one fault-injection scenario (issue 10) and prints what happened; FaultInjectionTests
-// spawns it once per scenario. The FaultInjection target linked in here makes chosen system
-// calls fail (see its header). Exit 0: the scenario held; another code: it did not (the line
-// printed says what); a watchdog ends a scenario that hangs with code 3.
+// Runs one fault-injection scenario and prints what happened; FaultInjectionTests spawns it
+// once per scenario. The FaultInjection target linked in here makes chosen system calls fail
+// (see its header). Exit 0: the scenario held; another code: it did not (the line printed says
+// what); a watchdog ends a scenario that hangs with code 3.
 import Dispatch
 import FaultInjection
 import Foundation
@@ -83,9 +83,9 @@ func creationFaults() {
     }
 }
 
-/// Issue 10, point 7: libev's `epoll_ctl` for one of the loop's own descriptors fails while it
-/// runs (the epoll set for callers' descriptors, registered when the first one is watched):
-/// libev stops that watcher and reports `EV_ERROR`; the loop re-arms it and the source fires.
+/// libev's `epoll_ctl` for one of the loop's own descriptors fails while it runs (the epoll set
+/// for callers' descriptors, registered when the first one is watched): libev stops that watcher
+/// and reports `EV_ERROR`; the loop re-arms it and the source fires.
 func internalWatcherReArmed() {
     let outcome = onNewThread { () -> String in
         let loop = EvRunLoop.current
@@ -113,10 +113,10 @@ func internalWatcherReArmed() {
     print("epoll_ctl on the loop's own descriptor: re-armed")
 }
 
-/// Point 7: libev's `epoll_ctl` for the loop's timerfd (`spec` call 2, when the first sleep with
-/// a deadline makes it) or its wake-up eventfd (call 1, as the loop is made) fails once. Before, the timerfd's `EV_ERROR` was taken for a
-/// deadline and timers never fired again, and the eventfd's aborted inside libev ("pipe_w not
-/// active"). Now the registration is retried: the timer fires and every message arrives.
+/// libev's `epoll_ctl` for the loop's timerfd (`spec` call 2, when the first sleep with a deadline
+/// makes it) or its wake-up eventfd (call 1, as the loop is made) fails once. The registration is
+/// retried, not taken for a deadline nor left to abort inside libev ("pipe_w not active"): the
+/// timer fires and every message arrives.
 func loopWorksAfterRegistrationFault(_ spec: String) {
     let received = Mutex(0)
     let fired = Mutex(false)
@@ -368,8 +368,8 @@ func quietWakeUps(timer: Bool) {
 
 /// A repeating timer costs per fire the system calls of a kernel timer that repeats by itself:
 /// one `epoll_wait` (the sleep) and one `read` of the timerfd, and no `timerfd_settime` after the
-/// first arming (before: a re-arm every period). 200 fires of a 1 kHz timer, counted on the loop's
-/// thread by rules that never inject.
+/// first arming. 200 fires of a 1 kHz timer, counted on the loop's thread by rules that never
+/// inject.
 func periodicTimerSystemCalls() {
     let outcome = onNewThread { () -> String in
         let loop = EvRunLoop.current

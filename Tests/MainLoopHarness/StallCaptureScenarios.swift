@@ -1,6 +1,7 @@
 // Scenarios in which a stall monitor captures backtraces while the process's mappings change
-// (issue 10, point 6). They run in this child process because on a broken capture the process
-// dies (SIGSEGV); StallBacktraceSafetyTests checks the exit status and output.
+// (monitors started and stopped, libraries loaded and unloaded). They run in this child process
+// because on a broken capture the process dies (SIGSEGV); StallBacktraceSafetyTests checks the
+// exit status and output.
 import Foundation
 import RunLoopKit
 import TestSupport

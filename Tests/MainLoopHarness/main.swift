@@ -63,7 +63,7 @@ case "nested-run-in-main-queue-block":
     print("order: \(order.log.joined(separator: ", "))")
 
 case "run-main":
-    // An async program on top of the main loop (issue 12 §2): a timer on EvRunLoop.main, the
+    // An async program on top of the main loop (R60): a timer on EvRunLoop.main, the
     // main actor and DispatchQueue.main all run on the main thread while body runs.
     let value = try EvRunLoop.runMain { () async throws -> Int in
         let timerOnMain = await withCheckedContinuation { continuation in

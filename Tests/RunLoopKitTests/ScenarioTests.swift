@@ -2,11 +2,12 @@ import Foundation
 import RunLoopKit
 import Testing
 
-/// End-to-end scenarios from issue 2 (the seeds' timer-in-common-modes and phase-sequence cases).
+/// End-to-end scenarios: a timer in the common modes while a tracking mode runs (R11–R13, R41),
+/// and the exact phase sequence of whole runs (R19–R21).
 @Suite struct ScenarioTests {
     private static let tracking = EvRunLoop.Mode("rules-b.scenario.tracking")
 
-    /// Scenario 2: a carousel timer in `.common` keeps firing while a custom "tracking" mode runs;
+    /// A carousel timer in `.common` keeps firing while a custom "tracking" mode runs;
     /// a timer only in `.default` stays silent, then fires once — not once per missed interval —
     /// when `.default` runs again, and keeps its original grid.
     @Test func commonTimerFiresDuringTrackingWhileADefaultOnlyTimerCatchesUpOnce() {
@@ -56,7 +57,7 @@ import Testing
         #expect(secondFire[0] - outcome.interval <= secondFire[1])
     }
 
-    /// Scenario 3a: the exact phases of a run that sleeps and is woken by a timer.
+    /// The exact phases of a run that sleeps and is woken by a timer.
     @Test func observerSeesThePhasesOfARunWokenByATimer() {
         let (log, result) = onLoopThread { loop -> ([String], EvRunLoop.RunResult) in
             let log = EventLog<String>()
@@ -69,7 +70,7 @@ import Testing
         #expect(result == .finished)
     }
 
-    /// Scenario 3a with a repeating timer: every wake-up is a full iteration with both waiting phases.
+    /// The same with a repeating timer: every wake-up is a full iteration with both waiting phases.
     @Test func observerSeesEveryIterationOfARepeatingTimer() {
         let (log, result) = onLoopThread { loop -> ([String], EvRunLoop.RunResult) in
             let log = EventLog<String>()
@@ -88,7 +89,7 @@ import Testing
         #expect(result == .finished)
     }
 
-    /// Scenario 3b: the exact phases of a run woken by `wakeUp()` from another thread and stopped
+    /// The exact phases of a run woken by `wakeUp()` from another thread and stopped
     /// by its AfterWaiting observer.
     @Test func observerSeesThePhasesOfARunWokenFromAnotherThread() {
         let asleep = Latch()

@@ -11,7 +11,7 @@ private func busyWait(until instant: ContinuousClock.Instant) {
     while ContinuousClock.now < instant {}
 }
 
-/// EvFrameTicker: the display-link-like frame clock of seed 001.
+/// EvFrameTicker: a display-link-like frame clock on a run loop.
 @Suite struct FrameTickerTests {
     @Test func theGridPutsFrameKAtStartPlusKIntervalsAndFloorsBetweenThem() {
         let start = ContinuousClock.now

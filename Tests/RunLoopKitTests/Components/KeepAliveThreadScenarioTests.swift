@@ -149,7 +149,7 @@ func isExactlyOneRunLoopsDescriptors(_ opened: [Int32: String], timerfd: Bool) -
 }
 
 
-/// The keep-alive thread of the seeds (常驻线程): a worker whose loop a source keeps alive, that
+/// The keep-alive thread (常驻线程): a worker whose loop a source keeps alive, that
 /// runs tasks posted from other threads, in order, until it is asked to stop; then `run()`
 /// returns (R31) and the thread exits, tearing its loop down (R4).
 private final class KeepAliveThread: Sendable {
@@ -267,8 +267,8 @@ private final class KeepAliveThread: Sendable {
         #expect(performedElsewhere)
     }
 
-    /// The worker's loop runs with no deadline and no timer: it holds two descriptors (issue 11:
-    /// the timerfd is made at the first sleep with a deadline), three once a timer made it sleep
+    /// The worker's loop runs with no deadline and no timer: it holds two descriptors (the
+    /// timerfd is made at the first sleep with a deadline), three once a timer made it sleep
     /// with one; all closed when the thread exits.
     @Test func keepAliveThreadsLoopHoldsItsDescriptorsAndClosesThemWhenItExits() async {
         // Descriptors are process-wide and the other tests run in parallel, so this one counts in
@@ -311,7 +311,7 @@ private final class KeepAliveThread: Sendable {
                 let left = after.opened(since: before)
                 #expect(left.isEmpty, "descriptors left open after the thread exited (\(transport)): \(left)")
             }
-            // Starting and ending keep-alive threads again and again leaks nothing (seed 004).
+            // Starting and ending keep-alive threads again and again leaks nothing (R4).
             for _ in 0..<50 {
                 let worker = KeepAliveThread(.performBlocks)
                 worker.start()

@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// Perform requests racing the exit of the loop's thread (R4, issue 10 point 9): a request is
+/// Perform requests racing the exit of the loop's thread (R4): a request is
 /// never accepted and then silently dropped — it runs, or the caller gets
 /// ``EvPerformError/loopExited``, or (a delayed request) its state says the loop exited.
 @Suite struct PerformExitRaceTests {

@@ -3,7 +3,7 @@ import RunLoopKit
 import Synchronization
 import Testing
 
-/// EvWorkerThread: the keep-alive thread of seeds 000, 001 and 004.
+/// EvWorkerThread: a keep-alive thread whose loop runs submitted work until it is stopped.
 @Suite struct WorkerThreadTests {
     private struct Oops: Error, Equatable { let code: Int }
 

@@ -2,7 +2,7 @@ import Foundation
 import RunLoopKit
 import Testing
 
-/// Perform-blocks, semantics.md R54–R57.
+/// Perform-blocks, R54–R57.
 @Suite struct BlockRuleTests {
     private static let other = EvRunLoop.Mode("rules-b.blocks.other")
     private static let third = EvRunLoop.Mode("rules-b.blocks.third")

@@ -9,7 +9,7 @@ private func busy(for duration: Duration) {
     while ContinuousClock.now < end {}
 }
 
-/// `EvRunLoop.metrics`, `currentCallout` and `collectsTimingMetrics` (issue 12, section 4): what a
+/// `EvRunLoop.metrics`, `currentCallout` and `collectsTimingMetrics`: what a
 /// loop runs and how much, recorded by the callout trampolines.
 @Suite struct LoopMetricsTests {
     @Test func currentCalloutNamesEachKindWhileItRunsAndNothingOutsideCallouts() {

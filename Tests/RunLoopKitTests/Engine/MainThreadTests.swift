@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// The main loop and libdispatch's main queue (R17, R60, issue 4). Each scenario runs in the
+/// The main loop and libdispatch's main queue (R17, R60). Each scenario runs in the
 /// MainLoopHarness program, whose main thread runs `EvRunLoop.main`.
 @Suite struct MainThreadTests {
     /// Runs a harness scenario and returns its standard output lines.
@@ -81,7 +81,7 @@ import Testing
         #expect(try harness("nested-run-in-main-queue-block") == ["order: nested finished, second"])
     }
 
-    // Issue 12 §2: async programs on top of EvRunLoop.main.
+    // Async programs on top of EvRunLoop.main (R60).
 
     @Test func runMainRunsTheMainLoopForAnAsyncBodyAndReturnsItsValue() throws {
         #expect(try harness("run-main") == [

@@ -2,10 +2,9 @@ import Foundation
 import RunLoopKit
 import Testing
 
-/// Nested runs, semantics.md R58–R59.
+/// Nested runs, R58–R59.
 ///
-/// R60 (the main loop servicing libdispatch's main queue) is not covered: RunLoopKit does not
-/// drain the main queue yet.
+/// R60 (the main loop servicing libdispatch's main queue) is covered by `MainThreadTests`.
 @Suite struct ReentrancyRuleTests {
     private static let other = EvRunLoop.Mode("rules-b.reentrancy.other")
 

@@ -177,7 +177,7 @@ private func counting(_ activity: EvRunLoop.Activity, _ latches: [Latch]) -> EvO
     }
 
     @Test func R31_runReturnsWhenStoppedFromAnotherThread() {
-        // The keep-alive trap of seed 004: Foundation's RunLoop.run() would never return here.
+        // The keep-alive trap: Foundation's RunLoop.run() would never return here (W13).
         let returned = onLoopThread { loop -> Bool in
             loop.add(keepAliveTimer(), forMode: .default)
             let asleep = Latch()

@@ -20,7 +20,7 @@ import Testing
         // One malloc arena: with the default (8 per core), a thousand threads at once leave
         // megabytes of free-but-fragmented memory in secondary arenas that malloc_trim cannot
         // return. That is glibc's bounded high-water mark, not a leak, and it would drown the
-        // signal; with one arena the footprint after 1,000 concurrent workers is flat to ~0.3 MB.
+        // signal; with one arena the footprint after a thousand concurrent workers stays flat.
         let tunables = [environment["GLIBC_TUNABLES"], "glibc.malloc.arena_max=1"].compactMap { $0 }
         environment["GLIBC_TUNABLES"] = tunables.joined(separator: ":")
         child.environment = environment

@@ -2,7 +2,8 @@ import Foundation
 import RunLoopKit
 import Testing
 
-/// Misuse that stops the process with a message naming the call (architecture.md, "Errors").
+/// Misuse that stops the process with a message naming the call (see "Errors" in the DocC
+/// article "Threads, lifetime and errors").
 /// Each case runs in a process of its own (an exit test); its body captures nothing and builds
 /// everything it needs.
 @Suite struct BadInputTests {

@@ -6,7 +6,7 @@ import TestSupport
 
 /// A port keeps the messages it accepted until they are handled — in its next loop if its loop's
 /// thread exits first (R4) — or it is invalidated; and it pushes back on a sender that outruns
-/// the loop (issue 10, point 4 and the soak).
+/// the loop (`EvSourceError.portFull`).
 @Suite struct MessagePortLifetimeTests {
     @Test func messagesAcceptedWhileTheLoopsThreadExitsAreHandledInThePortsNextLoop() {
         let total = 1_000

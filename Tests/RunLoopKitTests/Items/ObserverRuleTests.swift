@@ -2,7 +2,7 @@ import Foundation
 import RunLoopKit
 import Testing
 
-/// Observers, semantics.md R48–R53.
+/// Observers, R48–R53.
 @Suite struct ObserverRuleTests {
     private static let other = EvRunLoop.Mode("rules-b.observers.other")
 

@@ -3,7 +3,7 @@ import Foundation
 import RunLoopKit
 import Testing
 
-/// A process signal has one owner (issue 12 §4): libdispatch's signal sources — how
+/// A process signal has one owner: libdispatch's signal sources — how
 /// swift-service-lifecycle's ServiceGroup traps its shutdown signals — and RunLoopKit's signal
 /// routing each install a process-wide handler that does not chain to the one it replaced.
 @Suite struct SignalOwnerTests {

@@ -3,11 +3,11 @@ import RunLoopKit
 import Testing
 import TestSupport
 
-/// Signal sources across loops and the process's signal dispositions (issue 10, points 2, 3, 5).
+/// Signal sources across loops and the process's signal dispositions (R37).
 /// Dispositions are process-wide, so each scenario runs in a child process of its own.
 @Suite struct SignalSourceLifecycleTests {
-    /// Point 2: a signal's last source is invalidated from another thread while its loop sleeps,
-    /// then a second loop watches the signal and gets it. Before, the first loop's libev watcher
+    /// A signal's last source is invalidated from another thread while its loop sleeps, then a
+    /// second loop watches the signal and gets it. Before, the first loop's libev watcher
     /// stayed attached until that loop next woke, and the second loop's start tripped libev's
     /// assertion "a signal must not be attached to two different loops".
     @Test func aSignalMovesToAnotherLoopOnceItsSourceIsInvalidatedFromAnotherThread() async {
@@ -48,9 +48,9 @@ import TestSupport
         }
     }
 
-    /// Point 3: removing the last source for a signal restores what the process had before the
-    /// first: `SIG_IGN` for SIGPIPE, a handler of its own for SIGUSR1. Before, both became
-    /// `SIG_DFL`, so a server ignoring SIGPIPE was then killed by a write to a closed socket.
+    /// Removing the last source for a signal restores what the process had before the first:
+    /// `SIG_IGN` for SIGPIPE, a handler of its own for SIGUSR1. Before, both became `SIG_DFL`, so
+    /// a server ignoring SIGPIPE was then killed by a write to a closed socket.
     @Test func removingTheLastSignalSourceRestoresThePreviousDisposition() async {
         await #expect(processExitsWith: .success) {
             signal(SIGPIPE, SIG_IGN)
@@ -84,8 +84,8 @@ import TestSupport
         }
     }
 
-    /// Point 5: glibc keeps signals 32 and 33 for itself (they never reach a handler), and
-    /// 65 and above do not exist; the real-time signals from SIGRTMIN on can be watched.
+    /// Glibc keeps signals 32 and 33 for itself (they never reach a handler), and 65 and above
+    /// do not exist; the real-time signals from SIGRTMIN on can be watched.
     @Test func signalsReservedByTheCLibraryAreRefused() throws {
         for reserved: Int32 in [32, 33, 65, 100, .max, .min] {
             #expect(throws: EvSourceError.invalidSignal(reserved)) { try EvSignalSource(signal: reserved) {} }

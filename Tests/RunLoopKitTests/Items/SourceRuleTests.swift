@@ -2,10 +2,10 @@ import Foundation
 import RunLoopKit
 import Testing
 
-/// Version-0 sources, semantics.md R33–R36.
+/// Version-0 sources, R33–R36.
 ///
-/// R37 and R38 (version-1, fd-backed sources) are not covered: RunLoopKit has no version-1
-/// source yet. They get tests when that API exists.
+/// R37 and R38 (version-1 sources) are covered by the version-1 source tests (message ports,
+/// signal sources, file-descriptor sources).
 @Suite struct SourceRuleTests {
     private static let other = EvRunLoop.Mode("rules-b.sources.other")
 

@@ -3,8 +3,8 @@ import RunLoopKit
 import Testing
 import TestSupport
 
-/// The loop sets its timerfd only when the deadline changes (issue 11: no system call on a
-/// wake-up that libev does not make). These pin down when an unchanged date must still be set.
+/// The loop sets its timerfd only when the deadline changes (no system call on a wake-up that
+/// libev does not make). These pin down when an unchanged date must still be set.
 @Suite struct DeadlineRearmTests {
     /// The timerfd is one-shot: once it expired and was read it holds nothing, so a later sleep
     /// for the same date must set it again. Here a timer's date T is armed by a sleep in mode

@@ -1,10 +1,10 @@
 import Foundation
 import Testing
 
-/// Failing system calls (issue 10, "Fault injection" and point 7). Each scenario runs in the
-/// FaultHarness program, into which the FaultInjection target is linked: its epoll_ctl,
-/// epoll_wait, eventfd, timerfd_create, timerfd_settime, read and write fail chosen calls with
-/// EINTR, EMFILE, ENOMEM or ENOSPC (see Tests/FaultInjection/include/FaultInjection.h). Under it
+/// Failing system calls. Each scenario runs in the FaultHarness program, into which the
+/// FaultInjection target is linked: its epoll_ctl, epoll_wait, eventfd, timerfd_create,
+/// timerfd_settime, read and write fail chosen calls with EINTR, EMFILE, ENOMEM or ENOSPC
+/// (see Tests/FaultInjection/include/FaultInjection.h). Under it
 /// the library retries EINTR, throws typed errors or reports `.error`, never aborts inside
 /// libev, never sleeps past a deadline and never loses a signal or a message. The harness's own
 /// watchdog fails a scenario that hangs (exit 3) after 30 s; each takes well under a second.
@@ -36,39 +36,39 @@ import Testing
         #expect(status == 0 && output.hasSuffix("PASS\n"), "\(scenario): exit \(status)\n\(output)\(errors)", sourceLocation: sourceLocation)
     }
 
-    /// Point 1 and the seam: a loop's creation with `eventfd` or libev's `epoll_ctl` failing
-    /// throws `outOfFileDescriptors` (EMFILE) or `backendUnavailable` naming the call (ENOMEM,
-    /// ENOSPC); EINTR and a passing ENOMEM are retried.
+    /// A loop's creation with `eventfd` or libev's `epoll_ctl` failing throws
+    /// `outOfFileDescriptors` (EMFILE) or `backendUnavailable` naming the call (ENOMEM, ENOSPC);
+    /// EINTR and a passing ENOMEM are retried.
     @Test func creationFailuresThrowTypedErrorsAndEINTRIsRetried() throws {
         try expectPass("creation")
     }
 
-    /// Issue 11: the timerfd is made at the loop's first sleep with a deadline. When
-    /// `timerfd_create` fails then (EMFILE, ENOMEM, on every call), the timer still fires on
-    /// time: the loop stands in for the timerfd as for one that cannot be armed; EINTR is retried.
+    /// The timerfd is made at the loop's first sleep with a deadline. When `timerfd_create`
+    /// fails then (EMFILE, ENOMEM, on every call), the timer still fires on time: the loop stands
+    /// in for the timerfd as for one that cannot be armed; EINTR is retried.
     @Test func aTimerfdThatCannotBeMadeNeverSleepsPastTheDeadline() throws {
         try expectPass("timerfd-create")
         try expectPass("timerfd-create-enomem")
         try expectPass("timerfd-create-eintr")
     }
 
-    /// Point 7: libev's `epoll_ctl` for the loop's timerfd fails once (ENOMEM): before, its
-    /// `EV_ERROR` was taken for a deadline and timers never fired again. For the wake-up
-    /// eventfd (ENOSPC), libev aborted ("pipe_w not active"). Both are retried now.
-    @Test func point7_aFailedEpollCtlOnTheTimerfdOrEventfdIsRetried() throws {
+    /// libev's `epoll_ctl` for the loop's timerfd fails once (ENOMEM), or for the wake-up eventfd
+    /// (ENOSPC): the registration is retried, so the timerfd's `EV_ERROR` is not taken for a
+    /// deadline (timers would never fire again) and libev does not abort ("pipe_w not active").
+    @Test func aFailedEpollCtlOnTheTimerfdOrEventfdIsRetried() throws {
         try expectPass("deadline-epoll-ctl")
         try expectPass("wake-epoll-ctl")
     }
 
-    /// Point 7: libev's `epoll_ctl` for the loop's own epoll set fails (ENOMEM); libev stops the
-    /// watcher with `EV_ERROR`, and the loop re-arms it: the caller's descriptor still reports.
-    @Test func point7_aFailedEpollCtlOnAnInternalDescriptorIsReArmed() throws {
+    /// libev's `epoll_ctl` for the loop's own epoll set fails (ENOMEM); libev stops the watcher
+    /// with `EV_ERROR`, and the loop re-arms it: the caller's descriptor still reports.
+    @Test func aFailedEpollCtlOnAnInternalDescriptorIsReArmed() throws {
         try expectPass("internal-watcher")
     }
 
-    /// Point 5: `timerfd_settime` fails on every call; a timer still fires on time (the loop
-    /// stands in for the timerfd) instead of the loop sleeping past its deadline.
-    @Test func point5_aFailingTimerfdSettimeNeverSleepsPastTheDeadline() throws {
+    /// `timerfd_settime` fails on every call; a timer still fires on time (the loop stands in for
+    /// the timerfd) instead of the loop sleeping past its deadline.
+    @Test func aFailingTimerfdSettimeNeverSleepsPastTheDeadline() throws {
         try expectPass("timerfd-settime")
         try expectPass("timerfd-settime-eintr")
     }

@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// A run loop's own descriptors cannot be watched as a caller's (issue 10, point 5).
+/// A run loop's own descriptors cannot be watched as a caller's (`EvSourceError.internalDescriptor`).
 @Suite struct InternalDescriptorTests {
     /// Each descriptor a loop opens — libev's epoll set, the wake-up eventfd, the timerfd (made
     /// at its first sleep with a deadline), and the epoll set for callers' descriptors — is

@@ -63,8 +63,8 @@ import TestSupport
         #expect(outcome?.exitStatus == .exitCode(0))
     }
 
-    /// Issue 10, point 1: at every level of exhaustion — 0, 1, 2 … free descriptors — creating a
-    /// loop and starting a worker throw `outOfFileDescriptors`, and with enough free they work.
+    /// At every level of exhaustion — 0, 1, 2 … free descriptors — creating a loop and starting
+    /// a worker throw `outOfFileDescriptors`, and with enough free they work.
     /// Before, with one or two free, libev's lazily created eventfd fell back to a pipe and
     /// `ev_syserr` aborted the process ("error creating signal/async pipe"). In a child process.
     @Test func everyLevelOfDescriptorExhaustionThrowsInsteadOfAborting() async {
