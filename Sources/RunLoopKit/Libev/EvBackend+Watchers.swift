@@ -12,8 +12,7 @@ import Musl
 /// ``EvBackend/takeReady()``. All on the loop's thread.
 extension EvBackend {
     /// The watchers' tables, in an object made with the first watcher: a loop with no version-1
-    /// source carries one pointer instead of three fields (16 bytes of heap a loop, the backend
-    /// object going down a size class). Read with none, they are empty.
+    /// source carries one pointer instead of three fields. Read with none, they are empty.
     final class WatcherTables {
         /// Watchers of version-1 sources, by token.
         var watchers: [Int: WatcherKind] = [:]
