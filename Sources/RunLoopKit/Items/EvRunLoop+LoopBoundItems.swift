@@ -75,6 +75,40 @@ extension EvRunLoop {
     }
 }
 
+extension EvRunLoop {
+    /// Makes a file-descriptor source whose handler needs no `@Sendable` and adds it to `mode`:
+    /// a connection's handler may keep that connection's state in plain variables of the loop's
+    /// thread.
+    ///
+    /// - Parameters:
+    ///   - fileDescriptor: the caller's open descriptor; the caller keeps owning it (see
+    ///     ``EvFileDescriptorSource/init(fileDescriptor:events:order:handler:)``).
+    ///   - events: ``EvFileDescriptorSource/Readiness/readable``,
+    ///     ``EvFileDescriptorSource/Readiness/writable`` or both.
+    ///   - mode: where the descriptor is watched (R37); ``Mode/default`` by default.
+    ///   - handler: runs on this loop's thread with the readiness that fired; it may capture state
+    ///     of this thread that is not `Sendable`.
+    /// - Returns: the source, added to `mode`.
+    /// - Throws: ``EvSourceError/badFileDescriptor(_:)`` if the descriptor is not open;
+    ///   ``EvSourceError/internalDescriptor(_:)`` if it is one of a run loop's own.
+    /// - Precondition: called on this loop's thread (``isCurrent``); `events` holds
+    ///   `.readable` and/or `.writable`.
+    @discardableResult
+    public func addFileDescriptorSource(
+        fileDescriptor: Int32, events: EvFileDescriptorSource.Readiness, forMode mode: Mode = .default,
+        _ handler: @escaping (EvFileDescriptorSource.Readiness) -> Void
+    ) throws(EvSourceError) -> EvFileDescriptorSource {
+        preconditionIsCurrent(
+            "EvRunLoop.addFileDescriptorSource(fileDescriptor:events:forMode:_:)", "a source with a loop-bound handler can be added")
+        let bound = LoopBoundHandler(handler, loop: self, call: "EvRunLoop.addFileDescriptorSource(fileDescriptor:events:forMode:_:)")
+        let source = try EvFileDescriptorSource(fileDescriptor: fileDescriptor, events: events) { readiness in
+            bound.checked()(readiness)
+        }
+        add(source, forMode: mode)
+        return source
+    }
+}
+
 /// A handler that is not `Sendable`, made on `loop`'s thread and called only there.
 ///
 /// `@unchecked Sendable`: ``checked()`` hands the handler out only on the loop's thread, the
