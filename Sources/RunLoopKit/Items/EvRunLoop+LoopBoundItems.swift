@@ -30,6 +30,32 @@ extension EvRunLoop {
         return timer
     }
 
+    /// Makes a timer that fires `interval` from now and, if `repeats`, every `interval` after
+    /// that, with a handler that needs no `@Sendable`, and adds it to `mode` (Foundation's
+    /// `Timer.scheduledTimer(withTimeInterval:repeats:block:)`, C123).
+    ///
+    /// - Parameters:
+    ///   - interval: the delay before the first fire and, for a repeating timer, between fires.
+    ///   - repeats: `false` for a timer that fires once.
+    ///   - tolerance: how late the loop may fire the timer to wake less often (R46).
+    ///   - mode: where the timer fires; ``Mode/default`` by default, as Foundation does (C123).
+    ///   - handler: runs on this loop's thread each time the timer fires; it may capture state
+    ///     of this thread that is not `Sendable`.
+    /// - Returns: the timer, added to `mode`.
+    /// - Precondition: called on this loop's thread (``isCurrent``); `interval` is not negative,
+    ///   and not zero for a repeating timer.
+    @discardableResult
+    public func addTimer(
+        interval: Duration, repeats: Bool, tolerance: Duration = .zero, forMode mode: Mode = .default,
+        _ handler: @escaping (EvTimer) -> Void
+    ) -> EvTimer {
+        preconditionIsCurrent("EvRunLoop.addTimer(interval:repeats:tolerance:forMode:_:)", "a timer with a loop-bound handler can be added")
+        let bound = LoopBoundHandler(handler, loop: self, call: "EvRunLoop.addTimer(interval:repeats:tolerance:forMode:_:)")
+        let timer = EvTimer(interval: interval, repeats: repeats, tolerance: tolerance) { timer in bound.checked()(timer) }
+        add(timer, forMode: mode)
+        return timer
+    }
+
     /// Makes a version-0 source whose `perform` needs no `@Sendable` and adds it to `mode`.
     /// Signal it from any thread with ``EvSource/signal()`` (then ``wakeUp()``, R22).
     ///
