@@ -176,6 +176,12 @@ case "main-from-tasks-in-run-main":
     }
     for line in value { print(line) }
 
+case "landing-page-sample":
+    try landingPageSampleEverywhere()
+
+case "getting-started-program":
+    print("exit code: \(try runProgram())")
+
 case "stall-capture-monitor-churn":
     let wanted = CommandLine.arguments.count > 3 ? Int(CommandLine.arguments[3]) ?? 20 : 20
     StallCaptureScenarios.monitorChurn(.symbolicated, seconds: Double(CommandLine.arguments[2]) ?? 3, wanted: wanted)
