@@ -33,7 +33,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopKitTests",
-            dependencies: ["RunLoopKit", "CEpoll", "MainLoopHarness", "FaultHarness", "TestSupport"],
+            dependencies: ["RunLoopKit", "CEpoll", "MainLoopHarness", "AsyncMainHarness", "FaultHarness", "TestSupport"],
             path: "Tests/RunLoopKitTests"
         ),
         // Fault injection (issue 10): wrappers of epoll_ctl, epoll_wait, eventfd, timerfd_create,
@@ -55,6 +55,13 @@ let package = Package(
             name: "MainLoopHarness",
             dependencies: ["RunLoopKit", "CFConformanceSupport", "TestSupport"],
             path: "Tests/MainLoopHarness"
+        ),
+        // A program with an async main, for the shapes of async code that must either work or
+        // stop with a message naming the fix (AsyncMisuseTests).
+        .executableTarget(
+            name: "AsyncMainHarness",
+            dependencies: ["RunLoopKit"],
+            path: "Tests/AsyncMainHarness"
         ),
         // Runnable examples of the components (issue #5): `swift run KeepAliveWorker` etc.
         .executableTarget(name: "KeepAliveWorker", dependencies: ["RunLoopKit"], path: "Examples/KeepAliveWorker"),

@@ -4,6 +4,7 @@
 import Dispatch
 import Foundation
 import RunLoopKit
+import TestSupport
 
 let main = EvRunLoop.main
 precondition(EvRunLoop.current === main, "the main thread's current loop is the main loop (R2)")
@@ -122,6 +123,64 @@ case "run-main-off-main-thread":
     let thread = Thread { _ = EvRunLoop.runMain { 1 } }  // a body that cannot throw: no try (typed throws)
     thread.start()
     while true { pause() }
+
+case "main-loop-from-every-thread":
+    // R2: one main loop, the same object from every thread; a secondary thread's own loop is
+    // another (asked here, where the main thread is alive and runs synchronous code).
+    let seen = TestLocked<[String]>([])
+    let threads = (0..<2).map { _ in
+        spawnThread {
+            let own = EvRunLoop.current
+            seen.withLock { $0.append("main is the main loop: \(EvRunLoop.main === main), own loop is another: \(own !== main)") }
+        }
+    }
+    for thread in threads { pthread_join(thread, nil) }
+    for line in seen.withLock({ $0 }) { print(line) }
+
+case "run-main-loop-from-another-thread":
+    // Misuse: the main loop run by another thread stops with R5's message, which says how the
+    // main loop gets run from async code.
+    spawnThread {
+        main.add(EvTimer(after: .seconds(3600)) { _ in }, forMode: .default)
+        _ = main.run(mode: .default, timeout: .zero)
+    }
+    while true { pause() }
+
+case "current-in-run-main-body":
+    // Misuse: EvRunLoop.current in runMain's body, a task on the cooperative pool, where a new
+    // loop would never run: it stops with a message naming the fix.
+    _ = EvRunLoop.runMain { () async -> Int in
+        _ = EvRunLoop.current
+        return 0
+    }
+    print("runMain returned")
+
+case "main-from-tasks-in-run-main":
+    // What works in runMain's body: EvRunLoop.main from the body's task and from the main actor,
+    // EvRunLoop.current from the main actor (the main loop is running its job), and a worker's
+    // loop reached from a job on it.
+    let value = EvRunLoop.runMain { () async -> [String] in
+        var lines: [String] = []
+        let fromBody = await withCheckedContinuation { continuation in
+            EvRunLoop.main.add(EvTimer(after: .milliseconds(1)) { _ in continuation.resume(returning: Thread.isMainThread) }, forMode: .common)
+        }
+        lines.append("timer added from the body fired on the main thread: \(fromBody)")
+        let current = await MainActor.run { EvRunLoop.current === main }
+        lines.append("current on the main actor is the main loop: \(current)")
+        let worker = EvWorkerThread(name: "harness-worker")
+        let loop = try! worker.start()
+        let onWorker = try! await worker.submit { EvRunLoop.current === loop }
+        lines.append("current in a worker's job is the worker's loop: \(onWorker)")
+        await worker.stop()
+        return lines
+    }
+    for line in value { print(line) }
+
+case "landing-page-sample":
+    try landingPageSampleEverywhere()
+
+case "getting-started-program":
+    print("exit code: \(try runProgram())")
 
 case "stall-capture-monitor-churn":
     let wanted = CommandLine.arguments.count > 3 ? Int(CommandLine.arguments[3]) ?? 20 : 20

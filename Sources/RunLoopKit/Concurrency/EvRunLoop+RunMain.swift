@@ -19,7 +19,9 @@ extension EvRunLoop {
     /// While `body` runs, the main loop runs its default mode, so everything added to ``main``
     /// in the default or common modes fires on the main thread; `DispatchQueue.main` work and
     /// `@MainActor` code run under the loop too (R17, R60), so `body` may hop to the main actor.
-    /// `body` itself starts on the global concurrent executor, like any unstructured task.
+    /// `body` itself starts on the global concurrent executor, like any unstructured task, so
+    /// ``current`` there stops with a message (its thread runs no loop): reach the main loop as
+    /// ``main``, and other loops through an ``EvWorkerThread``.
     ///
     /// ``stop()`` on ``main`` ends only the run in progress: `runMain` runs the loop again until
     /// `body` has finished. When `body` finishes while a callout of ``main`` runs a nested run,

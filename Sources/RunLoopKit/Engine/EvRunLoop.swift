@@ -70,9 +70,14 @@ public final class EvRunLoop: Sendable {
     ///
     /// Stops with a message if the loop cannot be created (no file descriptor left, say); use
     /// ``forCurrentThread()`` to handle that as an error instead.
+    ///
+    /// Inside a task it stops with a message naming the fix unless the thread's loop is running
+    /// the task's job (an actor on ``EvRunLoopExecutor``, main-actor work under the main loop):
+    /// a task on Swift's cooperative pool, in ``runMain(_:)``'s body say, would get a loop that
+    /// nothing ever runs (see <doc:ThreadsLifetimeAndErrors>).
     public static var current: EvRunLoop {
         do {
-            return try ThreadRegistry.currentLoop()
+            return try ThreadRegistry.currentLoop("EvRunLoop.current")
         } catch {
             fatalError("EvRunLoop.current: \(error)")
         }
@@ -81,17 +86,27 @@ public final class EvRunLoop: Sendable {
     /// The calling thread's run loop, created on first use (R1).
     ///
     /// - Throws: ``EvRunLoopError`` when the loop's backend cannot be created.
+    /// - Precondition: as for ``current``, not called from a task unless the thread's loop is
+    ///   running the task's job.
     public static func forCurrentThread() throws(EvRunLoopError) -> EvRunLoop {
-        try ThreadRegistry.currentLoop()
+        try ThreadRegistry.currentLoop("EvRunLoop.forCurrentThread()")
     }
 
     /// The main thread's run loop, from any thread (R2).
+    ///
+    /// Stops with a message naming ``runMain(_:)`` where nothing could ever run it: once
+    /// libdispatch has the main thread (an async main, or `dispatchMain()`), and from a task on
+    /// the main thread while it is not running (an async main before its first suspension).
+    /// To tell whether a loop is the main loop without asking for it, use ``isMain``.
     public static var main: EvRunLoop {
+        let loop: EvRunLoop
         do {
-            return try ThreadRegistry.mainRunLoop()
+            loop = try ThreadRegistry.mainRunLoop()
         } catch {
             fatalError("EvRunLoop.main: \(error)")
         }
+        AsyncGuard.checkMain(loop, "EvRunLoop.main")
+        return loop
     }
 
     /// The mode of the innermost run in progress, `nil` when the loop is not running (R9).
@@ -204,6 +219,9 @@ public final class EvRunLoop: Sendable {
 
     /// Stops with a message naming `call` unless the calling thread owns this loop (R5).
     func preconditionOwnThread(_ call: StaticString) {
-        require(ThreadRegistry.isOwnedByCallingThread(self), "\(call): a run loop can only be run on its own thread (R5)")
+        guard !ThreadRegistry.isOwnedByCallingThread(self) else { return }
+        // Async code that reaches for the main loop needs to hear how it gets run.
+        let hint = isMain ? "; the main loop runs on the process's main thread, which an async main gives away: start the program from a synchronous main with EvRunLoop.runMain(_:)" : ""
+        fatalError("\(call): a run loop can only be run on its own thread (R5)\(hint)")
     }
 }

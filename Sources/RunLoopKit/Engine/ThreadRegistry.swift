@@ -47,9 +47,22 @@ enum ThreadRegistry {
         return Unmanaged<EvRunLoop>.fromOpaque(pointer)
     }
 
-    /// The calling thread's loop, created on first use (R1).
-    static func currentLoop() throws(EvRunLoopError) -> EvRunLoop {
-        if let existing = existingLoop() { return existing }
+    /// The calling thread's loop, created on first use (R1). Inside a task, only a loop that is
+    /// running the task's job; `call` names the public call in the message otherwise (see
+    /// ``AsyncGuard``).
+    static func currentLoop(_ call: StaticString) throws(EvRunLoopError) -> EvRunLoop {
+        let existing = existingLoop()
+        if AsyncGuard.isInTask {
+            let isMainThread = isMainThread
+            let candidate = if let existing { existing } else if isMainThread { try mainRunLoop() } else { EvRunLoop?.none }
+            AsyncGuard.checkCurrent(candidate, isMainThread: isMainThread, call)
+        }
+        if let existing { return existing }
+        return try madeCurrentLoop()
+    }
+
+    /// Gives the calling thread its loop: the main loop on the main thread, a new one elsewhere.
+    private static func madeCurrentLoop() throws(EvRunLoopError) -> EvRunLoop {
         let loop = isMainThread ? try mainRunLoop() : try EvRunLoop(isMain: false)
         pthread_setspecific(key, Unmanaged.passRetained(loop).toOpaque())
         return loop
@@ -76,7 +89,7 @@ enum ThreadRegistry {
     static func isOwnedByCallingThread(_ loop: EvRunLoop) -> Bool {
         if existingLoop() === loop { return true }
         guard loop.isMain, isMainThread else { return false }
-        _ = try? currentLoop()  // the main thread adopts the main loop made elsewhere
+        _ = try? madeCurrentLoop()  // the main thread adopts the main loop made elsewhere
         return true
     }
 

@@ -93,7 +93,7 @@ extension EvRunLoop {
 
     private func makeWatcher(for source: EvSource1Core) -> Int {
         switch source.kind {
-        case .fileDescriptor(let fd, let events): waiter.addWatcher(.descriptor(fd: fd, events: events))
+        case .fileDescriptor(let fd, let events, let file): waiter.addWatcher(.descriptor(fd: fd, events: events, file: file))
         case .signal(let signal): waiter.addWatcher(.signal(signal))
         case .port: preconditionFailure("ports have no watcher")
         }

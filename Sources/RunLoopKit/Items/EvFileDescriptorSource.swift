@@ -11,10 +11,17 @@ import Musl
 /// removing or invalidating the source. Closing it while watched, from any thread, is
 /// survivable: when the loop next starts watching it, or when the file it named becomes ready,
 /// the handler is called once with ``Readiness/error`` and the source invalidates itself, so
-/// the loop never spins on a dead descriptor, and a new source on the reused number watches
-/// the new file. A regular file, which epoll cannot watch, is always ready. A run loop's own
-/// descriptors cannot be watched: the initialiser refuses them, and a number that became one
-/// after the source was made is reported with ``Readiness/error`` when watched.
+/// the loop never spins on a dead descriptor.
+///
+/// The source remembers which file its descriptor named when it was made (device and inode). If
+/// the number is closed and reused for another file (the next connection's socket, say), the old
+/// source never reports readiness of the new file: it gets ``Readiness/error`` alone, once, and
+/// invalidates itself, while a new source on the reused number watches the new file. A number
+/// reused for the very same file (the same path opened again, a `dup` of it) cannot be told
+/// apart, and is watched as that file. A regular file, which epoll cannot watch, is always
+/// ready. A run loop's own descriptors cannot be watched: the initialiser refuses them, and a
+/// number that became one after the source was made is reported with ``Readiness/error`` when
+/// watched.
 public final class EvFileDescriptorSource: EvVersion1Source, Version1SourceCoreProviding {
     /// What a descriptor is ready for.
     public struct Readiness: OptionSet, Sendable, Hashable {
@@ -41,6 +48,7 @@ public final class EvFileDescriptorSource: EvVersion1Source, Version1SourceCoreP
     /// - Parameters:
     ///   - fileDescriptor: the caller's descriptor, open; the caller keeps owning it (the source
     ///     never closes it, and it may be closed while watched: the handler then sees `.error`).
+    ///     The source is for the file it names now, even once the number names another.
     ///   - events: ``Readiness/readable``, ``Readiness/writable`` or both.
     ///   - order: kept for CF parity; ready version-1 sources are handled first come, first served.
     ///   - handler: runs on the loop's thread with the readiness that fired.
@@ -54,11 +62,12 @@ public final class EvFileDescriptorSource: EvVersion1Source, Version1SourceCoreP
         require(
             !events.intersection([.readable, .writable]).isEmpty,
             "EvFileDescriptorSource.init: events must contain .readable and/or .writable")
-        guard fileDescriptor >= 0, fcntl(fileDescriptor, F_GETFD) != -1 else { throw .badFileDescriptor(fileDescriptor) }
+        guard fileDescriptor >= 0, let file = FileIdentity(of: fileDescriptor) else { throw .badFileDescriptor(fileDescriptor) }
         guard !EvBackend.isInternalDescriptor(fileDescriptor) else { throw .internalDescriptor(fileDescriptor) }
         self.fileDescriptor = fileDescriptor
         self.events = events.intersection([.readable, .writable])
-        source1Core = EvSource1Core(kind: .fileDescriptor(fileDescriptor, events: self.events.rawValue), order: order) { core, events in
+        let kind = EvSource1Core.Kind.fileDescriptor(fileDescriptor, events: self.events.rawValue, file: file)
+        source1Core = EvSource1Core(kind: kind, order: order) { core, events in
             let readiness = Readiness(rawValue: events)
             handler(readiness)
             if readiness.contains(.error) { core.invalidate() }

@@ -30,6 +30,32 @@ extension EvRunLoop {
         return timer
     }
 
+    /// Makes a timer that fires `interval` from now and, if `repeats`, every `interval` after
+    /// that, with a handler that needs no `@Sendable`, and adds it to `mode` (Foundation's
+    /// `Timer.scheduledTimer(withTimeInterval:repeats:block:)`, C123).
+    ///
+    /// - Parameters:
+    ///   - interval: the delay before the first fire and, for a repeating timer, between fires.
+    ///   - repeats: `false` for a timer that fires once.
+    ///   - tolerance: how late the loop may fire the timer to wake less often (R46).
+    ///   - mode: where the timer fires; ``Mode/default`` by default, as Foundation does (C123).
+    ///   - handler: runs on this loop's thread each time the timer fires; it may capture state
+    ///     of this thread that is not `Sendable`.
+    /// - Returns: the timer, added to `mode`.
+    /// - Precondition: called on this loop's thread (``isCurrent``); `interval` is not negative,
+    ///   and not zero for a repeating timer.
+    @discardableResult
+    public func addTimer(
+        interval: Duration, repeats: Bool, tolerance: Duration = .zero, forMode mode: Mode = .default,
+        _ handler: @escaping (EvTimer) -> Void
+    ) -> EvTimer {
+        preconditionIsCurrent("EvRunLoop.addTimer(interval:repeats:tolerance:forMode:_:)", "a timer with a loop-bound handler can be added")
+        let bound = LoopBoundHandler(handler, loop: self, call: "EvRunLoop.addTimer(interval:repeats:tolerance:forMode:_:)")
+        let timer = EvTimer(interval: interval, repeats: repeats, tolerance: tolerance) { timer in bound.checked()(timer) }
+        add(timer, forMode: mode)
+        return timer
+    }
+
     /// Makes a version-0 source whose `perform` needs no `@Sendable` and adds it to `mode`.
     /// Signal it from any thread with ``EvSource/signal()`` (then ``wakeUp()``, R22).
     ///
@@ -72,6 +98,40 @@ extension EvRunLoop {
         }
         add(observer, forMode: mode)
         return observer
+    }
+}
+
+extension EvRunLoop {
+    /// Makes a file-descriptor source whose handler needs no `@Sendable` and adds it to `mode`:
+    /// a connection's handler may keep that connection's state in plain variables of the loop's
+    /// thread.
+    ///
+    /// - Parameters:
+    ///   - fileDescriptor: the caller's open descriptor; the caller keeps owning it (see
+    ///     ``EvFileDescriptorSource/init(fileDescriptor:events:order:handler:)``).
+    ///   - events: ``EvFileDescriptorSource/Readiness/readable``,
+    ///     ``EvFileDescriptorSource/Readiness/writable`` or both.
+    ///   - mode: where the descriptor is watched (R37); ``Mode/default`` by default.
+    ///   - handler: runs on this loop's thread with the readiness that fired; it may capture state
+    ///     of this thread that is not `Sendable`.
+    /// - Returns: the source, added to `mode`.
+    /// - Throws: ``EvSourceError/badFileDescriptor(_:)`` if the descriptor is not open;
+    ///   ``EvSourceError/internalDescriptor(_:)`` if it is one of a run loop's own.
+    /// - Precondition: called on this loop's thread (``isCurrent``); `events` holds
+    ///   `.readable` and/or `.writable`.
+    @discardableResult
+    public func addFileDescriptorSource(
+        fileDescriptor: Int32, events: EvFileDescriptorSource.Readiness, forMode mode: Mode = .default,
+        _ handler: @escaping (EvFileDescriptorSource.Readiness) -> Void
+    ) throws(EvSourceError) -> EvFileDescriptorSource {
+        preconditionIsCurrent(
+            "EvRunLoop.addFileDescriptorSource(fileDescriptor:events:forMode:_:)", "a source with a loop-bound handler can be added")
+        let bound = LoopBoundHandler(handler, loop: self, call: "EvRunLoop.addFileDescriptorSource(fileDescriptor:events:forMode:_:)")
+        let source = try EvFileDescriptorSource(fileDescriptor: fileDescriptor, events: events) { readiness in
+            bound.checked()(readiness)
+        }
+        add(source, forMode: mode)
+        return source
     }
 }
 

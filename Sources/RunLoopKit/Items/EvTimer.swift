@@ -78,6 +78,27 @@ public final class EvTimer: Sendable {
         self.init(fireAt: .now.advanced(by: delay), interval: interval, tolerance: tolerance, order: order, handler: handler)
     }
 
+    /// A timer that first fires `interval` from now and, if `repeats`, every `interval` after
+    /// that (Foundation's `Timer(timeInterval:repeats:block:)`, the interval's one-shot spelling).
+    /// A one-shot timer's ``interval`` is zero, as Foundation's `timeInterval` is then.
+    ///
+    /// - Parameters:
+    ///   - interval: the delay before the first fire and, for a repeating timer, between fires.
+    ///   - repeats: `false` for a timer that fires once.
+    ///   - tolerance: how late the loop may fire the timer to wake less often (R46).
+    ///   - order: kept for CF parity.
+    ///   - handler: runs on the loop's thread each time the timer fires.
+    /// - Precondition: `interval` and `tolerance` are not negative, and a repeating timer's
+    ///   interval is not zero (it would fire at every pass).
+    public convenience init(
+        interval: Duration, repeats: Bool, tolerance: Duration = .zero, order: Int = 0,
+        handler: @escaping @Sendable (EvTimer) -> Void
+    ) {
+        require(interval >= .zero, "EvTimer.init(interval:repeats:): interval must not be negative (got \(interval))")
+        require(!repeats || interval > .zero, "EvTimer.init(interval:repeats:): a repeating timer needs an interval greater than zero")
+        self.init(after: interval, interval: repeats ? interval : .zero, tolerance: tolerance, order: order, handler: handler)
+    }
+
     /// Whether the timer fires more than once (its interval is not zero).
     public var repeats: Bool { intervalNanoseconds > 0 }
 

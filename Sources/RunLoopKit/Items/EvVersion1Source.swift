@@ -33,7 +33,8 @@ extension EvVersion1Source {
 /// The engine part shared by every version-1 source.
 final class EvSource1Core: Sendable {
     enum Kind: Sendable, Equatable {
-        case fileDescriptor(Int32, events: Int32)
+        /// `file`: the file the descriptor named when the source was made (see ``FileIdentity``).
+        case fileDescriptor(Int32, events: Int32, file: FileIdentity)
         case signal(Int32)
         case port
     }

@@ -21,6 +21,11 @@ import Musl
 /// such a report from one of a live entry. A descriptor epoll refuses (`EPERM`: a regular file)
 /// is ready at once for all it is watched for, as `poll` would say.
 ///
+/// A number names a file only until it is closed, and the next `open` may reuse it for another.
+/// Each watcher says which file it was made for (its ``FileIdentity``): a watch that starts
+/// while the number names another file fails, and so does readiness reported by a re-arm that
+/// shows the number no longer naming the entry's file — never handed on for the new file.
+///
 /// Readiness bits are ``EvBackend/readable``, ``EvBackend/writable`` and ``EvBackend/failed``.
 /// Loop thread only: that rule serialises every access, so the fields every wait reads are
 /// `@exclusivity(unchecked)`: the run time's dynamic check would only repeat it on every wake-up.
@@ -36,6 +41,8 @@ final class DescriptorSet {
         /// The watchers of this descriptor: token and the readiness each wants.
         var watchers: [(token: Int, events: Int32)]
         var generation: UInt32
+        /// The file the watchers were made for.
+        var file: FileIdentity
         /// `EPERM` from epoll: not in the kernel set, ready at once.
         var alwaysReady = false
 
@@ -68,12 +75,15 @@ final class DescriptorSet {
     /// not sleep, and ``collect()`` reports it every time.
     var hasAlwaysReady: Bool { alwaysReadyCount > 0 }
 
-    /// Watches `fd` for `events` on behalf of `token`. Returns the tokens that failed, each to be
-    /// reported with ``EvBackend/failed``: `token` when `fd` cannot be watched (closed, say), and
-    /// the other watchers of `fd` when their file turns out closed behind their backs.
-    func add(token: Int, fd: Int32, events: Int32) -> [Int] {
+    /// Watches `fd` for `events` on behalf of `token`, whose source was made for `file`. Returns
+    /// the tokens that failed, each to be reported with ``EvBackend/failed``: `token` when `fd`
+    /// cannot be watched (closed, or now naming another file), and the other watchers of `fd`
+    /// when their file turns out closed behind their backs.
+    func add(token: Int, fd: Int32, events: Int32, file: FileIdentity) -> [Int] {
         // A run loop's own descriptor (see InternalDescriptors): watching it would break a loop.
         if InternalDescriptors.contains(fd) { return [token] }
+        // One fstat per start of a watch (a mode switch), none per event: see report(_:into:).
+        guard FileIdentity(of: fd) == file else { return [token] }
         var failed: [Int] = []
         if var entry = entries[fd] {
             entry.watchers.append((token, events))
@@ -87,7 +97,7 @@ final class DescriptorSet {
             failed.removeAll { $0 == token }
         }
         lastGeneration &+= 1
-        return failed + install(Entry(watchers: [(token, events)], generation: lastGeneration), for: fd, adding: true)
+        return failed + install(Entry(watchers: [(token, events)], generation: lastGeneration, file: file), for: fd, adding: true)
     }
 
     /// Stops watching for `token`. Returns the other watchers of `fd` if re-arming them showed
@@ -139,10 +149,14 @@ final class DescriptorSet {
         let broken = bits & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
         let readiness = (broken || bits & EPOLLIN.rawValue != 0 ? EvBackend.readable : 0)
             | (broken || bits & EPOLLOUT.rawValue != 0 ? EvBackend.writable : 0)
-        for watcher in entry.watchers where watcher.events & readiness != 0 {
+        let failed = install(entry, for: fd, adding: false)
+        // A re-arm succeeds only while `fd` still names the registered file, so only a failed one
+        // needs to look: readiness of a file the number no longer names is an error alone.
+        let stillNamed = failed.isEmpty || FileIdentity(of: fd) == entry.file
+        for watcher in entry.watchers where stillNamed && watcher.events & readiness != 0 {
             fired.append((watcher.token, watcher.events & readiness))
         }
-        for token in install(entry, for: fd, adding: false) {
+        for token in failed {
             fired.append((token, EvBackend.failed))
         }
     }
@@ -175,5 +189,21 @@ final class DescriptorSet {
         entries.removeValue(forKey: fd)
         errno = error
         return entry.watchers.map(\.token)
+    }
+}
+
+/// Which file a descriptor names: its device and inode, as `fstat` gives them. Two open files
+/// with the same identity are the same file (the same path opened twice, a `dup`); a number
+/// reused for another pipe, socket or file has another.
+struct FileIdentity: Sendable, Equatable {
+    let device: UInt64
+    let inode: UInt64
+
+    /// The file `fd` names now; `nil` when `fd` is not open.
+    init?(of fd: Int32) {
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { return nil }
+        device = UInt64(status.st_dev)
+        inode = UInt64(status.st_ino)
     }
 }

@@ -39,3 +39,10 @@ extension EvBackend {
         return watcher
     }
 }
+
+extension EvBackend {
+    /// Whether libdispatch has taken its main queue off the main thread for good
+    /// (`dispatchMain()`, which an async main calls): the queue's handle is then gone, and no
+    /// run loop on the main thread will ever service it. Any thread; no lock.
+    static var mainQueueLeftMainThread: Bool { _dispatch_get_main_queue_handle_4CF() < 0 }
+}

@@ -64,16 +64,16 @@ extension EvBackend {
     /// Stops routing `signal` here and restores its earlier disposition (any thread).
     func unroute(_ signal: Int32) { SignalRouting.unroute(signal) }
 
-    /// Starts watching. A descriptor that cannot be watched (closed behind the source's back,
-    /// say) is reported as ``failed`` instead.
+    /// Starts watching. A descriptor that cannot be watched (closed behind the source's back, or
+    /// its number reused for another file, say) is reported as ``failed`` instead.
     func startWatcher(_ token: Int) {
         switch watchers[token] {
-        case .descriptor(let fd, let events):
+        case .descriptor(let fd, let events, let file):
             guard let descriptors = descriptorSet() else {
                 noteReady(token, Self.failed)
                 return
             }
-            for failed in descriptors.add(token: token, fd: fd, events: events) { noteReady(failed, Self.failed) }
+            for failed in descriptors.add(token: token, fd: fd, events: events, file: file) { noteReady(failed, Self.failed) }
             refreshHasReady()
         case .signal(let signal):
             signalTokens[signal, default: []].insert(token)
@@ -85,7 +85,7 @@ extension EvBackend {
 
     func stopWatcher(_ token: Int) {
         switch watchers[token] {
-        case .descriptor(let fd, _):
+        case .descriptor(let fd, _, _):
             for failed in descriptors?.remove(token: token, fd: fd) ?? [] { noteReady(failed, Self.failed) }
             refreshHasReady()
         case .signal(let signal):

@@ -77,8 +77,8 @@ protocol LoopWaiter: AnyObject {
 
 /// What a version-1 source's watcher watches.
 enum WatcherKind {
-    /// Readiness (``ReadinessBits``) of a caller's descriptor.
-    case descriptor(fd: Int32, events: Int32)
+    /// Readiness (``ReadinessBits``) of a caller's descriptor, for as long as it names `file`.
+    case descriptor(fd: Int32, events: Int32, file: FileIdentity)
     /// A Unix signal routed to the loop.
     case signal(Int32)
 }

@@ -100,6 +100,65 @@ private func message(_ result: ExitTest.Result?) -> String {
         #expect(message(result).contains("EvRunLoop.addTimer(after:interval:tolerance:forMode:_:): a timer with a loop-bound handler can be added only on the loop's own thread"))
     }
 
+    /// A connection's state in a plain class, read and changed by its descriptor source's handler
+    /// made on the loop's thread: no box, no lock, no `@Sendable`.
+    @Test func aDescriptorSourceMadeOnTheLoopsThreadKeepsItsConnectionsStateInPlainVariables() throws {
+        var ends: [Int32] = [0, 0]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends) == 0)
+        let (near, far) = (ends[0], ends[1])
+        defer { close(near); close(far) }
+        let outcome = onLoopThread { loop -> Result<[String], EvSourceError> in
+            Result { () throws(EvSourceError) -> [String] in
+                let connection = Peer()
+                var reads = 0
+                let source = try loop.addFileDescriptorSource(fileDescriptor: near, events: .readable) { readiness in
+                    reads += 1
+                    var buffer = [UInt8](repeating: 0, count: 16)
+                    let count = read(near, &buffer, 16)
+                    connection.bytesSeen += max(count, 0)
+                    connection.log.append("\(readiness == .readable ? "readable" : "\(readiness)") \(count)")
+                    if connection.bytesSeen >= 5 { loop.stop() }
+                    // The peer answers the first read with two more bytes.
+                    var more: [UInt8] = [4, 5]
+                    if reads == 1 { _ = write(far, &more, 2) }
+                }
+                let added = loop.contains(source, forMode: .default)
+                loop.addTimer(after: .milliseconds(1)) { _ in
+                    var bytes: [UInt8] = [1, 2, 3]
+                    _ = write(far, &bytes, 3)
+                }
+                let result = loop.run(mode: .default, timeout: .seconds(30))
+                source.invalidate()
+                return connection.log + ["added \(added), \(reads) reads, \(connection.bytesSeen) bytes, \(result)"]
+            }
+        }
+        #expect(try outcome.get() == ["readable 3", "readable 2", "added true, 2 reads, 5 bytes, stopped"])
+    }
+
+    @Test func aLoopBoundDescriptorSourceOnABadDescriptorThrows() {
+        let outcome = onLoopThread { loop -> EvSourceError? in
+            do throws(EvSourceError) {
+                try loop.addFileDescriptorSource(fileDescriptor: -1, events: .readable) { _ in }
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(outcome == .badFileDescriptor(-1))
+    }
+
+    @Test func addingALoopBoundDescriptorSourceOffTheLoopsThreadStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let (loop, _) = startLoopThread { _ in Latch().wait() }
+            var ends: [Int32] = [0, 0]
+            precondition(pipe(&ends) == 0)
+            var count = 0
+            _ = try? loop.addFileDescriptorSource(fileDescriptor: ends[0], events: .readable) { _ in count += 1 }
+        }
+        #expect(message(result).contains(
+            "EvRunLoop.addFileDescriptorSource(fileDescriptor:events:forMode:_:): a source with a loop-bound handler can be added only on the loop's own thread"))
+    }
+
     /// The box is `Sendable` with a non-`Sendable` value: it travels to another thread in a
     /// `@Sendable` closure, and work that thread sends back to the loop opens it.
     @Test func aBoxTravelsAcrossThreadsAndOpensOnTheLoopsThread() throws {

@@ -3,7 +3,9 @@ import RunLoopKit
 import Testing
 
 /// Foundation's habits on RunLoopKit: the run form a stop ends, `run(mode:before:)`,
-/// `limitDate(forMode:)`, the next timer's fire date, one-call timers and `fire()`.
+/// `limitDate(forMode:)`, the next timer's fire date, one-call timers, `fire()`, timers made
+/// from an interval and a `repeats` flag, loops compared by identity, and ports added and
+/// removed through the loop.
 @Suite struct FoundationHabitTests {
     /// C119: `run(until:)` carries on after a stop, as Foundation's does; `runUntilStopped`,
     /// the daemon's form, returns at the stop.
@@ -126,5 +128,77 @@ import Testing
         oneShot.fire()
         #expect(fired.get == 11)
         repeating.invalidate()
+    }
+    /// Foundation's `Timer(timeInterval:repeats:block:)`: the interval is the first delay, and
+    /// `repeats: false` makes a one-shot timer (whose interval then reads zero, as Foundation's
+    /// `timeInterval` does); the one-call form on the loop's thread likewise.
+    @Test func aTimerMadeFromAnIntervalAndARepeatsFlagFiresOnceOrRepeats() {
+        let outcome = onLoopThread { loop -> [String] in
+            let start = ContinuousClock.now
+            var log: [String] = []
+            let oneShot = EvTimer(interval: .milliseconds(10), repeats: false) { _ in }
+            log.append("one-shot: repeats \(oneShot.repeats), interval \(oneShot.interval), due after the interval \(oneShot.fireDate >= start + .milliseconds(10))")
+            var onceFired = 0, everyFired = 0
+            let once = loop.addTimer(interval: .milliseconds(2), repeats: false) { _ in onceFired += 1 }
+            let every = loop.addTimer(interval: .milliseconds(2), repeats: true) { timer in
+                everyFired += 1
+                if everyFired == 3 { timer.invalidate() }
+            }
+            log.append("every: repeats \(every.repeats), interval \(every.interval)")
+            loop.run(mode: .default, timeout: .seconds(30))
+            log.append("fired once \(onceFired), repeating \(everyFired); valid \(once.isValid) \(every.isValid)")
+            return log
+        }
+        #expect(outcome == [
+            "one-shot: repeats false, interval 0.0 seconds, due after the interval true",
+            "every: repeats true, interval 0.002 seconds",
+            "fired once 1, repeating 3; valid false false",
+        ])
+    }
+
+    @Test func aRepeatingTimerWithAZeroIntervalStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = EvTimer(interval: .zero, repeats: true) { _ in }
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("EvTimer.init(interval:repeats:): a repeating timer needs an interval greater than zero"))
+    }
+
+    /// Loops are `Equatable` and `Hashable` by identity, as XCTest's `XCTAssertEqual(loop, loop)`
+    /// and a dictionary keyed by loop need.
+    @Test func loopsAreEqualAndHashedByIdentity() {
+        let (first, sameAgain) = onLoopThread { loop in (loop, EvRunLoop.current) }
+        let second = onLoopThread { $0 }
+        #expect(first == sameAgain)
+        #expect(first != second)
+        #expect(first.hashValue == sameAgain.hashValue)
+        #expect(Set([first, sameAgain, second]).count == 2)
+        let names: [EvRunLoop: String] = [first: "first", second: "second"]
+        #expect(names[sameAgain] == "first")
+    }
+
+    /// Foundation's `port.schedule(in:forMode:)` and `port.remove(from:forMode:)` are the loop's
+    /// `add` and `remove`: a port removed from one of its modes is handled in the other, and one
+    /// removed from every mode keeps its messages until it is added again.
+    @Test func aPortIsScheduledAndRemovedThroughTheLoop() {
+        let outcome = onLoopThread { loop -> [String] in
+            let tracking = EvRunLoop.Mode("tracking")
+            let log = EventLog<String>()
+            let port = EvMessagePort<String> { log.append($0) }
+            loop.add(port, forMode: .default)
+            loop.add(port, forMode: tracking)
+            loop.remove(port, forMode: .default)
+            try! port.send("in tracking")
+            let inDefault = loop.run(mode: .default, timeout: .zero)
+            loop.run(mode: tracking, timeout: .seconds(30), returnAfterSourceHandled: true)
+            loop.remove(port, forMode: tracking)
+            try! port.send("kept while in no mode")
+            let nowhere = loop.run(mode: tracking, timeout: .zero)
+            loop.add(port, forMode: .default)
+            loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            port.invalidate()
+            return ["default \(inDefault)", "no mode \(nowhere)"] + log.all
+        }
+        #expect(outcome == ["default finished", "no mode finished", "in tracking", "kept while in no mode"])
     }
 }

@@ -11,49 +11,22 @@ import Testing
         return output.split(separator: "\n").map(String.init)
     }
 
-    /// Runs a harness scenario; returns its exit status, standard output and standard error.
+    /// Runs a MainLoopHarness scenario; returns its exit status, standard output and standard error.
     private func runHarness(_ scenario: String, _ arguments: [String] = []) throws -> (status: Int32, output: String, errors: String) {
-        // The harness is built next to the test bundle, in the same products folder.
-        let products = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        let process = Process()
-        process.executableURL = products.appendingPathComponent("MainLoopHarness")
-        process.arguments = [scenario] + arguments
-        // Some scenarios crash on purpose (a misuse that must stop the process). Swift's crash
-        // backtracer would then run as a grandchild holding copies of the child's output
-        // descriptors — under ASan for minutes — so it is disabled, and both outputs go to
-        // files read once the child itself has exited: nothing here waits for an end-of-file
-        // that another process could hold back.
-        process.environment = ProcessInfo.processInfo.environment.merging(["SWIFT_BACKTRACE": "enable=no"]) { $1 }
-        let folder = FileManager.default.temporaryDirectory
-        let outputFile = folder.appendingPathComponent("harness-\(UUID().uuidString).out")
-        let errorFile = folder.appendingPathComponent("harness-\(UUID().uuidString).err")
-        defer { for file in [outputFile, errorFile] { try? FileManager.default.removeItem(at: file) } }
-        // Close-on-exec: the child gets them as its standard output and error only; any other
-        // process a parallel test starts meanwhile must not inherit them (it would count them
-        // among its descriptors).
-        let outputHandle = try Self.createForWriting(outputFile)
-        let errorHandle = try Self.createForWriting(errorFile)
-        defer { try? outputHandle.close(); try? errorHandle.close() }
-        process.standardOutput = outputHandle
-        process.standardError = errorHandle
-        try process.run()
-        process.waitUntilExit()
-        return (process.terminationStatus, try contents(of: outputFile), try contents(of: errorFile))
+        try RunLoopKitTests.runHarness("MainLoopHarness", scenario, arguments)
     }
 
-    /// A new empty file at `file`, open for writing with close-on-exec.
-    private static func createForWriting(_ file: URL) throws -> FileHandle {
-        let descriptor = open(file.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+    @Test func R2_theMainLoopIsOneObjectReachableFromEveryThread() throws {
+        #expect(try harness("main-loop-from-every-thread") == Array(
+            repeating: "main is the main loop: true, own loop is another: true", count: 2))
     }
 
-    /// A file's text, read through a `FileHandle`: `String(contentsOf:)` leaks its 4 KiB buffer on
-    /// an empty file (LeakSanitizer, `make test-asan`).
-    private func contents(of file: URL) throws -> String {
-        let handle = try FileHandle(forReadingFrom: file)
-        defer { try? handle.close() }
-        return String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
+    /// R5 for the main loop: its message also says how async code gets the main loop run.
+    @Test func R5_runningTheMainLoopFromASecondaryThreadStops() throws {
+        let (status, _, errors) = try runHarness("run-main-loop-from-another-thread")
+        #expect(status != 0)
+        #expect(errors.contains("EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): a run loop can only be run on its own thread (R5)"))
+        #expect(errors.contains("start the program from a synchronous main with EvRunLoop.runMain(_:)"))
     }
 
     /// The main loop, servicing the main queue, sleeps inside libev's poll (see SleepsInLibevTests).

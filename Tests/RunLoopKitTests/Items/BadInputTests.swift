@@ -27,16 +27,8 @@ import Testing
         #expect(message(result).contains("its own thread"))
     }
 
-    @Test func R5_runningTheMainLoopFromASecondaryThreadStops() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            onLoopThread { _ in
-                let main = EvRunLoop.main
-                main.add(keepAliveTimer(), forMode: .default)
-                _ = main.run(mode: .default, timeout: .zero)
-            }
-        }
-        #expect(message(result).contains("EvRunLoop.run(mode:timeout:returnAfterSourceHandled:)"))
-    }
+    // R5 for the main loop run from a secondary thread: in MainThreadTests, whose harness has a
+    // main thread (this process's belongs to libdispatch).
 
     @Test func R5_runForeverAndRunUntilOnAnotherThreadsLoopStop() async {
         let forever = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

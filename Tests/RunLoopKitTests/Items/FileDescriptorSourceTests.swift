@@ -119,8 +119,8 @@ private func reservedDescriptorNumber(_ index: Int32) -> Int32 {
     }
 
     /// Closed while watched, with its file kept open by a duplicate: the kernel keeps watching
-    /// the file, and its readiness comes once, with the error of the number now closed — not at
-    /// every iteration for ever.
+    /// the file, and its readiness comes once, as the error of the number now closed (the number
+    /// no longer names the file, so no readiness is handed on) — not at every iteration for ever.
     @Test func descriptorClosedWhileItsFileStaysOpenElsewhereIsReportedOnceNotForever() throws {
         let pipe = Pipe(readEndAt: reservedDescriptorNumber(1))
         let keeper = dup(pipe.readEnd)
@@ -137,7 +137,7 @@ private func reservedDescriptorNumber(_ index: Int32) -> Int32 {
             return [first, second]
         }
         #expect(results == [.handledSource, .finished])
-        #expect(events.all == [[.readable, .error]])
+        #expect(events.all == [.error])
         #expect(!source.isValid)
     }
 
@@ -173,6 +173,78 @@ private func reservedDescriptorNumber(_ index: Int32) -> Int32 {
         #expect(results == [.handledSource, .handledSource, .finished])
         let readable = EvFileDescriptorSource.Readiness.readable, error = EvFileDescriptorSource.Readiness.error
         #expect(Set(events.all) == ["old \(error)", "new \(readable)"])
+        #expect(!old.isValid)
+    }
+
+    /// A number closed while its source was not watched (another mode ran) and reused for a new
+    /// file: when the source's mode runs again, the source knows the number names another file,
+    /// reports `.error` once and invalidates itself; its handler never reads the new file.
+    @Test func numberReusedWhileTheSourceWasNotWatchedIsAnErrorNotTheNewFilesData() throws {
+        let number = reservedDescriptorNumber(3)
+        let first = Pipe(readEndAt: number)
+        defer { close(first.writeEnd) }
+        let events = EventLog<EvFileDescriptorSource.Readiness>()
+        let stolen = EventLog<UInt8>()
+        let old = try EvFileDescriptorSource(fileDescriptor: number, events: .readable) { readiness in
+            events.append(readiness)
+            // What a careless handler does: read whatever the number names now.
+            guard readiness.contains(.readable) else { return }
+            var byte: UInt8 = 0
+            if read(number, &byte, 1) == 1 { stolen.append(byte) }
+        }
+        let second = Box<Pipe?>(nil)
+        let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
+            let other = EvRunLoop.Mode("other")
+            loop.add(old, forMode: .default)
+            loop.add(keepAliveTimer(), forMode: other)
+            _ = loop.run(mode: .default, timeout: .zero)  // `number` is now watched for `old`
+            _ = loop.run(mode: other, timeout: .zero)  // ... and no longer
+            close(number)
+            let pipe = Pipe(readEndAt: number)  // the next connection, say
+            second.set(pipe)
+            pipe.write(42)
+            let first = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            return [first, loop.run(mode: .default, timeout: .zero)]
+        }
+        defer { second.get?.close() }
+        #expect(results == [.handledSource, .finished])
+        #expect(events.all == [.error])
+        #expect(stolen.all.isEmpty, "the old source's handler read the new file")
+        #expect(!old.isValid)
+    }
+
+    /// A number closed while watched, its file kept open by a duplicate, and reused for a new file:
+    /// when the old file becomes ready, the number names another file, so the source gets
+    /// `.error` alone, not readiness its handler would act on by reading the new file.
+    @Test func numberReusedWhileTheOldFileLivesOnReportsTheOldFilesReadinessAsAnError() throws {
+        let number = reservedDescriptorNumber(4)
+        let first = Pipe(readEndAt: number)
+        let keeper = dup(first.readEnd)
+        defer { close(keeper); close(first.writeEnd) }
+        let events = EventLog<EvFileDescriptorSource.Readiness>()
+        let stolen = EventLog<UInt8>()
+        let old = try EvFileDescriptorSource(fileDescriptor: number, events: .readable) { readiness in
+            events.append(readiness)
+            guard readiness.contains(.readable) else { return }
+            var byte: UInt8 = 0
+            if read(number, &byte, 1) == 1 { stolen.append(byte) }
+        }
+        let second = Box<Pipe?>(nil)
+        let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
+            loop.add(old, forMode: .default)
+            _ = loop.run(mode: .default, timeout: .zero)  // `number` is now watched for `old`
+            close(number)
+            let pipe = Pipe(readEndAt: number)
+            second.set(pipe)
+            pipe.write(42)
+            first.write()  // the old file, still open through `keeper`, becomes readable
+            let first = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            return [first, loop.run(mode: .default, timeout: .zero)]
+        }
+        defer { second.get?.close() }
+        #expect(results == [.handledSource, .finished])
+        #expect(events.all == [.error])
+        #expect(stolen.all.isEmpty, "the old source's handler read the new file")
         #expect(!old.isValid)
     }
 

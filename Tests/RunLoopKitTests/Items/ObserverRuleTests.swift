@@ -127,9 +127,10 @@ import Testing
     // MARK: R53
 
     @Test func R53_addingAnObserverToASecondLoopStopsWithAMessage() async {
-        await #expect(processExitsWith: .failure) {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let observer = EvObserver(activities: .entry) { _, _ in }
-            EvRunLoop.main.add(observer, forMode: .default)
+            let (first, _) = startLoopThread { _ in Latch().wait() }
+            first.add(observer, forMode: .default)
             let done = DispatchSemaphore(value: 0)
             let thread = Thread {
                 EvRunLoop.current.add(observer, forMode: .default)  // a second loop: stops here
@@ -138,6 +139,8 @@ import Testing
             thread.start()
             done.wait()
         }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("this EvObserver is already in another run loop"))
     }
 
     @Test func R53_observerRemovedFromEveryModeOfItsLoopMayJoinAnotherLoop() {

@@ -17,9 +17,10 @@ import Testing
             source.setEventHandler {}
             source.resume()
             registered.wait()
-            let loop = EvRunLoop.current
-            let watcher = try? EvSignalSource(signal: SIGUSR2) {}
-            loop.add(watcher!, forMode: .default)
+            onLoopThread { loop in
+                let watcher = try? EvSignalSource(signal: SIGUSR2) {}
+                loop.add(watcher!, forMode: .default)
+            }
         }
         let errors = String(decoding: outcome?.standardErrorContent ?? [], as: UTF8.self)
         #expect(errors.contains("EvRunLoop.add(_:forMode:): signal \(SIGUSR2) is already trapped by a DispatchSource"))
@@ -32,13 +33,14 @@ import Testing
             var own = sigaction()
             own.__sigaction_handler.sa_handler = { _ in }
             sigaction(SIGUSR2, &own, nil)
-            let loop = EvRunLoop.current
-            let fired = Locked(false)
-            let watcher = try! EvSignalSource(signal: SIGUSR2) { fired.set(true) }
-            loop.add(watcher, forMode: .default)
-            kill(getpid(), SIGUSR2)
-            while !fired.get { loop.run(mode: .default, timeout: .seconds(10), returnAfterSourceHandled: true) }
-            watcher.invalidate()
+            onLoopThread { loop in
+                let fired = Locked(false)
+                let watcher = try! EvSignalSource(signal: SIGUSR2) { fired.set(true) }
+                loop.add(watcher, forMode: .default)
+                kill(getpid(), SIGUSR2)
+                while !fired.get { loop.run(mode: .default, timeout: .seconds(10), returnAfterSourceHandled: true) }
+                watcher.invalidate()
+            }
         }
     }
 }

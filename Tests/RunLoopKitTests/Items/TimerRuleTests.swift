@@ -39,9 +39,10 @@ import Testing
     }
 
     @Test func R39_addingATimerToASecondLoopStopsWithAMessage() async {
-        await #expect(processExitsWith: .failure) {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let timer = EvTimer(after: .seconds(3600)) { _ in }
-            EvRunLoop.main.add(timer, forMode: .default)
+            let (first, _) = startLoopThread { _ in Latch().wait() }
+            first.add(timer, forMode: .default)
             let done = DispatchSemaphore(value: 0)
             let thread = Thread {
                 EvRunLoop.current.add(timer, forMode: .default)  // a second loop: stops here
@@ -50,6 +51,8 @@ import Testing
             thread.start()
             done.wait()
         }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("this EvTimer is already scheduled in another run loop"))
     }
 
     // MARK: R40

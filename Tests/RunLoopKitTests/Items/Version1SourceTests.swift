@@ -174,7 +174,7 @@ private final class ForeignVersion1Source: EvVersion1Source {}
 @Suite struct Version1SourceSetTests {
     @Test func aForeignConformerCannotBeAddedAndTheMessageSaysWhich() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            EvRunLoop.current.add(ForeignVersion1Source(), forMode: .default)
+            onLoopThread { loop in loop.add(ForeignVersion1Source(), forMode: .default) }
         }
         let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
         #expect(message.contains("EvRunLoop.add(_:forMode:): ForeignVersion1Source is not one of RunLoopKit's version-1 sources"))

@@ -1,0 +1,111 @@
+import Foundation
+import RunLoopKit
+import Testing
+
+private func message(_ result: ExitTest.Result?) -> String {
+    String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+}
+
+/// The shapes of async code in which a loop would never run: each either works or stops with a
+/// message that names the fix (`EvRunLoop.runMain`, the main actor, an `EvWorkerThread`). The
+/// async-main shapes run in AsyncMainHarness, a program whose main is `async`; `runMain`'s in
+/// MainLoopHarness, whose main is synchronous.
+@Suite struct AsyncMisuseTests {
+    private static let currentInATask = "EvRunLoop.current: called from a task on a thread whose run loop is not running"
+    private static let mainNotRunning = "called from a task on the main thread while the main loop is not running"
+    private static let mainTaken = "EvRunLoop.main: libdispatch has taken the main thread for good"
+    private static let useRunMain = "Start the program from a synchronous main with EvRunLoop.runMain(_:)"
+
+    /// Runs an AsyncMainHarness scenario that must stop, and returns its standard error.
+    private func stoppedAsyncMain(_ scenario: String) throws -> String {
+        let (status, output, errors) = try runHarness("AsyncMainHarness", scenario)
+        #expect(status != 0, "the scenario ran on: \(output)")
+        #expect(!output.contains("fired") && !output.contains("returned"))
+        return errors
+    }
+
+    @Test func currentInATaskOnTheCooperativePoolStopsAndNamesTheFix() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            await Task.detached { _ = EvRunLoop.current }.value
+        }
+        #expect(message(result).contains(Self.currentInATask))
+        #expect(message(result).contains("the loop of an EvWorkerThread"))
+    }
+
+    @Test func forCurrentThreadInATaskStopsAsCurrentDoes() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            await Task.detached { _ = try? EvRunLoop.forCurrentThread() }.value
+        }
+        #expect(message(result).contains("EvRunLoop.forCurrentThread(): called from a task on a thread whose run loop is not running"))
+    }
+
+    /// A task's job run by a loop (an actor or task on its executor, work submitted to it) gets
+    /// that loop as its current one.
+    @Test func currentInAJobThatALoopRunsIsThatLoop() async throws {
+        let worker = EvWorkerThread(name: "misuse-worker")
+        let loop = try worker.start()
+        let executor = EvRunLoopExecutor(loop)
+        let inTask = await Task(executorPreference: executor) { EvRunLoop.current === loop }.value
+        let inJob = try await worker.submit { EvRunLoop.current === loop }
+        await worker.stop()
+        #expect(inTask)
+        #expect(inJob)
+    }
+
+    @Test func currentInRunMainsBodyStopsAndNamesTheFix() throws {
+        let (status, output, errors) = try runHarness("MainLoopHarness", "current-in-run-main-body")
+        #expect(status != 0, "\(output)")
+        #expect(errors.contains(Self.currentInATask))
+        #expect(errors.contains("EvRunLoop.main (EvRunLoop.runMain(_:) runs it; reach it from the main actor)"))
+    }
+
+    @Test func inRunMainTheMainLoopAndWorkersLoopsAreReachableFromTasks() throws {
+        let (status, output, _) = try runHarness("MainLoopHarness", "main-from-tasks-in-run-main")
+        #expect(status == 0)
+        #expect(output.split(separator: "\n").map(String.init) == [
+            "timer added from the body fired on the main thread: true",
+            "current on the main actor is the main loop: true",
+            "current in a worker's job is the worker's loop: true",
+        ])
+    }
+
+    @Test func timersOnTheMainLoopInAnAsyncMainBeforeItsFirstAwaitStop() throws {
+        let errors = try stoppedAsyncMain("main-before-first-suspension")
+        #expect(errors.contains("EvRunLoop.main: " + Self.mainNotRunning))
+        #expect(errors.contains(Self.useRunMain))
+    }
+
+    @Test func timersOnTheMainLoopInAnAsyncMainAfterAnAwaitStop() throws {
+        let errors = try stoppedAsyncMain("main-after-suspension")
+        #expect(errors.contains(Self.mainTaken))
+        #expect(errors.contains(Self.useRunMain))
+    }
+
+    /// The landing page's sample as an async main's first lines.
+    @Test func currentInAnAsyncMainStops() throws {
+        let errors = try stoppedAsyncMain("current-before-first-suspension")
+        #expect(errors.contains("EvRunLoop.current: " + Self.mainNotRunning))
+        #expect(errors.contains(Self.useRunMain))
+    }
+
+    @Test func runningTheMainLoopFromAnAsyncMainStopsAndNamesRunMain() throws {
+        let errors = try stoppedAsyncMain("run-main-loop-after-suspension")
+        #expect(errors.contains(Self.mainTaken))
+        #expect(errors.contains(Self.useRunMain))
+    }
+
+    @Test func currentInADetachedTaskOfAnAsyncMainStops() throws {
+        let errors = try stoppedAsyncMain("current-in-a-task")
+        #expect(errors.contains(Self.currentInATask))
+    }
+
+    /// The fix works under an async main: a worker's loop fires its timers and ticks.
+    @Test func aWorkersLoopWorksUnderAnAsyncMain() throws {
+        let (status, output, _) = try runHarness("AsyncMainHarness", "worker")
+        #expect(status == 0)
+        #expect(output.split(separator: "\n").map(String.init) == [
+            "timer fired on the worker's loop: true",
+            "ticks awaited from the async main: 3",
+        ])
+    }
+}
