@@ -368,7 +368,8 @@ func quietWakeUps(timer: Bool) {
 
 /// A repeating timer costs per fire the system calls of a kernel timer that repeats by itself:
 /// one `epoll_wait` (the sleep) and one `read` of the timerfd, and no `timerfd_settime` after the
-/// first arming. 200 fires of a 1 kHz timer, counted on the loop's thread by rules that never
+/// first arming but for wake-ups late by more than a period (the code that re-armed it every
+/// period made 200). 200 fires of a 1 kHz timer, counted on the loop's thread by rules that never
 /// inject.
 func periodicTimerSystemCalls() {
     let outcome = onNewThread { () -> String in
@@ -384,8 +385,8 @@ func periodicTimerSystemCalls() {
         runloopkit_faults_disarm()
         let fired = fires.withLock { $0 }
         guard result == .finished, fired == 200 else { return "run \(result), \(fired) fires" }
-        // Late wake-ups may cover several periods at once: at most one of each per fire.
-        guard settime <= 2, epollWait <= fired + 2, reads <= fired + 2 else {
+        // A wake-up late by more than a period, on a loaded machine, may re-arm it: a few.
+        guard settime <= 2 + fired / 10, epollWait <= fired + 2, reads <= fired + 2 else {
             return "\(settime) timerfd_settime, \(epollWait) epoll_wait, \(reads) read for \(fired) fires"
         }
         return "ok: \(settime) timerfd_settime, \(epollWait) epoll_wait, \(reads) read for \(fired) fires"
