@@ -16,36 +16,36 @@ bench-deps: deps
 		echo "installing valgrind"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq valgrind; }
 
-build: deps
-	$(SWIFT) build
+## The integrations (RunLoopKitLogging, RunLoopKitMetrics, RunLoopKitServiceLifecycle) are
+## behind package traits, off for an application; this repository builds and tests them all.
+TRAITS := --enable-all-traits
 
-## make test: the whole test suite (Swift Testing).
+build: deps
+	$(SWIFT) build $(TRAITS)
+
+## make test: the whole test suite (Swift Testing), every trait's integration included.
 test: deps
-	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
-## ...and the nested package Integrations/ (swift-log, swift-metrics, swift-service-lifecycle
-## integrations and the AsyncMainService example), so that the library itself needs none of them.
-	$(SWIFT) build --build-tests --package-path Integrations
-	$(SWIFT) test --skip-build --package-path Integrations
+	$(SWIFT) build --build-tests $(TRAITS)
+	$(SWIFT) test --skip-build $(TRAITS)
 
 ## make test-tsan: the suite under ThreadSanitizer. The library then locks with pthread mutexes,
 ## which TSan understands (Synchronization.Mutex's futex calls are invisible to it).
 test-tsan: deps
-	$(SWIFT) build --build-tests --scratch-path .build-tsan --sanitize=thread -Xswiftc -DRUNLOOPKIT_PTHREAD_LOCKS
-	$(SWIFT) test --skip-build --scratch-path .build-tsan
+	$(SWIFT) build --build-tests $(TRAITS) --scratch-path .build-tsan --sanitize=thread -Xswiftc -DRUNLOOPKIT_PTHREAD_LOCKS
+	$(SWIFT) test --skip-build $(TRAITS) --scratch-path .build-tsan
 
 ## make test-asan: the suite under AddressSanitizer (with LeakSanitizer).
 test-asan: deps
-	$(SWIFT) build --build-tests --scratch-path .build-asan --sanitize=address
-	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT) test --skip-build --scratch-path .build-asan
+	$(SWIFT) build --build-tests $(TRAITS) --scratch-path .build-asan --sanitize=address
+	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT) test --skip-build $(TRAITS) --scratch-path .build-asan
 
 ## make soak SOAK_SECONDS=300 SOAK_SEEDS=100000: longer stress and conformance runs (defaults below).
 SOAK_SECONDS ?= 120
 SOAK_SEEDS ?= 50000
 soak: deps
-	$(SWIFT) build --build-tests
-	RUNLOOPKIT_STRESS_SECONDS=$(SOAK_SECONDS) $(SWIFT) test --skip-build --filter StressTests
-	RUNLOOPKIT_CONFORMANCE_SEEDS=$(SOAK_SEEDS) $(SWIFT) test --skip-build --filter RandomConformanceTests
+	$(SWIFT) build --build-tests $(TRAITS)
+	RUNLOOPKIT_STRESS_SECONDS=$(SOAK_SECONDS) $(SWIFT) test --skip-build $(TRAITS) --filter StressTests
+	RUNLOOPKIT_CONFORMANCE_SEEDS=$(SOAK_SEEDS) $(SWIFT) test --skip-build $(TRAITS) --filter RandomConformanceTests
 
 ## The benchmark is the nested package Benchmarks/ (its own .build there), so that its
 ## dependencies never reach an application that depends on RunLoopKit.

@@ -5,9 +5,27 @@ let package = Package(
     name: "RunLoopKit",
     products: [
         .library(name: "RunLoopKit", targets: ["RunLoopKit"]),
+        // Each needs its package trait; built without it, the module stops with an error naming it.
+        .library(name: "RunLoopKitLogging", targets: ["RunLoopKitLogging"]),
+        .library(name: "RunLoopKitMetrics", targets: ["RunLoopKitMetrics"]),
+        .library(name: "RunLoopKitServiceLifecycle", targets: ["RunLoopKitServiceLifecycle"]),
     ],
-    // No package dependencies: an application that depends on RunLoopKit fetches and builds
-    // nothing else. The benchmark (and what only it needs) is the nested package Benchmarks/.
+    // Off by default: an application that enables none fetches and builds nothing but RunLoopKit,
+    // since SwiftPM leaves out a dependency that only disabled traits use. This repository's own
+    // builds enable them all (`make test`: --enable-all-traits).
+    traits: [
+        .trait(name: "Logging", description: "RunLoopKitLogging: stall reports as swift-log records."),
+        .trait(name: "Metrics", description: "RunLoopKitMetrics: a run loop's metrics through swift-metrics."),
+        .trait(
+            name: "ServiceLifecycle",
+            description: "RunLoopKitServiceLifecycle: worker threads and loop groups as swift-service-lifecycle services."),
+        .default(enabledTraits: []),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+    ],
     targets: [
         // libev, from Debian's libev-dev. Only RunLoopKit's libev layer imports it (the
         // benchmark's raw-libev backend includes the same shim as its own BenchLibev module).
@@ -67,6 +85,58 @@ let package = Package(
         .executableTarget(name: "KeepAliveWorker", dependencies: ["RunLoopKit"], path: "Examples/KeepAliveWorker"),
         .executableTarget(name: "CommonModeTimer", dependencies: ["RunLoopKit"], path: "Examples/CommonModeTimer"),
         .executableTarget(name: "StallMonitorDemo", dependencies: ["RunLoopKit"], path: "Examples/StallMonitorDemo"),
+        // The integrations, one module per trait; every dependency outside RunLoopKit is the trait's.
+        .target(
+            name: "RunLoopKitLogging",
+            dependencies: ["RunLoopKit", .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Logging"]))],
+            path: "Sources/RunLoopKitLogging"
+        ),
+        .target(
+            name: "RunLoopKitMetrics",
+            dependencies: [
+                "RunLoopKit", .product(name: "CoreMetrics", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
+            ],
+            path: "Sources/RunLoopKitMetrics"
+        ),
+        .target(
+            name: "RunLoopKitServiceLifecycle",
+            dependencies: [
+                "RunLoopKit",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["ServiceLifecycle"])),
+            ],
+            path: "Sources/RunLoopKitServiceLifecycle"
+        ),
+        // `swift run --enable-all-traits AsyncMainService`: an async program on the main run loop
+        // with a ServiceGroup, a worker-thread service and graceful shutdown on SIGTERM.
+        .executableTarget(
+            name: "AsyncMainService",
+            dependencies: [
+                "RunLoopKit",
+                .target(name: "RunLoopKitLogging", condition: .when(traits: ["Logging"])),
+                .target(name: "RunLoopKitServiceLifecycle", condition: .when(traits: ["ServiceLifecycle"])),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Logging"])),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["ServiceLifecycle"])),
+            ],
+            path: "Examples/AsyncMainService"
+        ),
+        // The integrations' tests; each file is compiled with its trait only.
+        .testTarget(
+            name: "RunLoopKitIntegrationsTests",
+            dependencies: [
+                "RunLoopKit",
+                .target(name: "RunLoopKitLogging", condition: .when(traits: ["Logging"])),
+                .target(name: "RunLoopKitMetrics", condition: .when(traits: ["Metrics"])),
+                .target(name: "RunLoopKitServiceLifecycle", condition: .when(traits: ["ServiceLifecycle"])),
+                // Built with the tests, so that they can run it as a child process.
+                .target(name: "AsyncMainService", condition: .when(traits: ["Logging", "ServiceLifecycle"])),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Logging"])),
+                .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["ServiceLifecycle"])),
+                .product(
+                    name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle", condition: .when(traits: ["ServiceLifecycle"])),
+            ],
+            path: "Tests/RunLoopKitIntegrationsTests"
+        ),
         // Declarations of the CoreFoundation run-loop C API exported by Swift's libFoundation.so
         // (CFRunLoopAPI.h, which the benchmark's CCFRunLoop includes too) and of the CF calls only
         // the conformance suite needs (observers, removal, mode lists, the current mode).

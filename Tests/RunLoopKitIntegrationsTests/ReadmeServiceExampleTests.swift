@@ -5,11 +5,10 @@ import Testing
 /// for word (AsyncMainServiceTests runs that program).
 @Suite struct ReadmeServiceExampleTests {
     @Test func readmeShowsTheAsyncMainServiceExample() throws {
-        let integrations = URL(fileURLWithPath: #filePath)
+        let root = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: integrations.deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
-        let example = try String(
-            contentsOf: integrations.appendingPathComponent("Examples/AsyncMainService/main.swift"), encoding: .utf8)
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let example = try String(contentsOf: root.appendingPathComponent("Examples/AsyncMainService/main.swift"), encoding: .utf8)
         let begin = try #require(example.range(of: "// README-SERVICE-BEGIN\n"))
         let end = try #require(example.range(of: "// README-SERVICE-END"))
         #expect(readme.contains("```swift\n" + example[begin.upperBound..<end.lowerBound] + "```"))

@@ -1,8 +1,9 @@
+#if Logging && ServiceLifecycle
 import Foundation
 import Synchronization
 import Testing
 
-/// The AsyncMainService example (issue 12 §2): an async ServiceGroup program on EvRunLoop.main,
+/// The AsyncMainService example: an async ServiceGroup program on EvRunLoop.main,
 /// run as a child process, shut down gracefully by SIGTERM, exits 0.
 @Suite struct AsyncMainServiceTests {
     @Test func sigtermShutsTheServiceGroupDownGracefullyAndTheProgramExitsZero() throws {
@@ -48,3 +49,4 @@ import Testing
         #expect(printed.last?.hasSuffix("exit 0") == true)
     }
 }
+#endif

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Logging
 import RunLoopKit
 import Synchronization
 
@@ -30,6 +29,9 @@ func startLoopThread(_ body: @escaping @Sendable (EvRunLoop) -> Void) -> (loop: 
     return (loop.withLock { $0! }, finished)
 }
 
+#if Logging
+import Logging
+
 /// A swift-log handler that keeps every record, for assertions.
 struct CapturingLogHandler: LogHandler {
     struct Record: Sendable {
@@ -58,3 +60,4 @@ struct CapturingLogHandler: LogHandler {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Metrics
 import CoreMetrics
 import RunLoopKit
 import Synchronization
@@ -123,3 +124,4 @@ public final class EvLoopMetricsExporter: Sendable {
         }
     }
 }
+#endif

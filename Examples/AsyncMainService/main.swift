@@ -1,4 +1,4 @@
-// An async server program on RunLoopKit (issue 12 §2): a ServiceGroup (swift-service-lifecycle)
+// An async server program on RunLoopKit: a ServiceGroup (swift-service-lifecycle)
 // runs on top of EvRunLoop.main through EvRunLoop.runMain, with
 //   - a worker thread (EvWorkerThread is a Service: the group starts and stops it),
 //   - a heartbeat timer on EvRunLoop.main that hands work to the worker each tick,
@@ -6,8 +6,9 @@
 //   - graceful shutdown on SIGTERM, which the ServiceGroup owns (no EvSignalSource for it).
 // It logs what happens to standard output and exits 0.
 //
-//     swift run --package-path Integrations AsyncMainService   # then: kill -TERM <pid>
+//     swift run --enable-all-traits AsyncMainService   # then: kill -TERM <pid>
 
+#if Logging && ServiceLifecycle
 import Foundation
 import Logging
 import RunLoopKit
@@ -56,3 +57,6 @@ try EvRunLoop.runMain {
 }
 // README-SERVICE-END
 logger.info("exit 0")
+#else
+print("AsyncMainService needs the package traits Logging and ServiceLifecycle: swift run --enable-all-traits AsyncMainService")
+#endif

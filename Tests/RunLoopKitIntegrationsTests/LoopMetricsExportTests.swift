@@ -1,3 +1,4 @@
+#if Metrics
 import CoreMetrics
 import MetricsTestKit
 import RunLoopKit
@@ -46,3 +47,4 @@ import Testing
         #expect(finished.wait())
     }
 }
+#endif

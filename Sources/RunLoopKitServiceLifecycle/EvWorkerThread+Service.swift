@@ -1,12 +1,13 @@
+#if ServiceLifecycle
 import RunLoopKit
 import ServiceLifecycle
 
 /// A worker thread is a swift-service-lifecycle `Service`: put it in a `ServiceGroup` and the
 /// group starts it, and stops it on graceful shutdown or cancellation.
 ///
-/// The conformance lives here, in the integration module of the same project, so that the
+/// The conformance lives in this module, behind the package trait `ServiceLifecycle`, so that the
 /// RunLoopKit library itself does not depend on swift-service-lifecycle.
-extension EvWorkerThread: @retroactive Service {
+extension EvWorkerThread: Service {
     /// Runs the worker as a service: starts it if it was not started yet, keeps it running until
     /// the group's graceful shutdown (or the task's cancellation), then stops it — work submitted
     /// before then still runs — and returns once its run loop has been torn down, without
@@ -24,3 +25,4 @@ extension EvWorkerThread: @retroactive Service {
         await stop()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Logging
 import Logging
 import RunLoopKit
 
@@ -57,3 +58,4 @@ extension EvStallMonitor.Report {
         return metadata
     }
 }
+#endif

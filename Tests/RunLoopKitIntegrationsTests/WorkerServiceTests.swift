@@ -1,3 +1,4 @@
+#if ServiceLifecycle
 import Logging
 import RunLoopKit
 import RunLoopKitServiceLifecycle
@@ -48,3 +49,4 @@ import Testing
         throw CancellationError()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Logging
 import Logging
 import RunLoopKit
 import RunLoopKitLogging
@@ -39,3 +40,4 @@ import Testing
         #expect(record.metadata["backtrace"] == nil && record.metadata["backtrace_unavailable"] == nil)
     }
 }
+#endif
