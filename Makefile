@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps bench-deps build test test-tsan test-asan soak bench gate readme-performance docs clean
+.PHONY: deps bench-deps build test check-traits test-tsan test-asan soak bench gate readme-performance docs clean
 
 deps:
 	@dpkg -s libev-dev >/dev/null 2>&1 || { \
@@ -27,6 +27,11 @@ build: deps
 test: deps
 	$(SWIFT) build --build-tests $(TRAITS)
 	$(SWIFT) test --skip-build $(TRAITS)
+
+## make check-traits: what an application sees of the traits (.ci/check-traits): with none it
+## fetches and builds RunLoopKit alone; a product without its trait fails with an error naming it.
+check-traits: deps
+	SWIFT=$(SWIFT) .ci/check-traits
 
 ## make test-tsan: the suite under ThreadSanitizer. The library then locks with pthread mutexes,
 ## which TSan understands (Synchronization.Mutex's futex calls are invisible to it).
