@@ -4,6 +4,11 @@
 #ifndef CLIBEV_SHIM_H
 #define CLIBEV_SHIM_H
 
+// Without this, a machine lacking libev's headers gets hundreds of errors, none naming libev-dev.
+#if !__has_include(<ev.h>)
+#error "RunLoopKit needs libev's headers (ev.h), which are not installed: apt-get install libev-dev (Debian, Ubuntu); dnf install libev-devel (Fedora); apk add libev-dev (Alpine)"
+#else
+
 #include <ev.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -40,4 +45,5 @@ extern void _dispatch_main_queue_callback_4CF(void *msg);
 /// The kernel's id of the calling thread (glibc hides gettid() without _GNU_SOURCE).
 static inline int clibev_gettid(void) { return (int)syscall(SYS_gettid); }
 
+#endif // __has_include(<ev.h>)
 #endif
