@@ -12,9 +12,25 @@
 /// stalled thread's stack taken by a signal handler on that thread; where code without frame
 /// pointers broke the chain, return addresses were found by scanning the stack
 /// (``Frame/isFromStackScan``; such frames can be stale). See ``EvStallMonitor`` for the limits.
+///
+/// ``frames`` holds every frame; ``relevantFrames`` and ``description`` keep those a reader needs.
 public struct EvStallBacktrace: Sendable, CustomStringConvertible {
     /// One frame.
     public struct Frame: Sendable, CustomStringConvertible {
+        /// Whose code a frame runs, as far as its image and symbol tell.
+        public enum Origin: Sendable, Equatable {
+            /// The application's code, or a library's other than those below: the frames that matter.
+            case application
+            /// RunLoopKit's own: the run loop's machinery around the callout.
+            case runLoopKit
+            /// The Swift runtime and standard libraries (`libswift…`), libdispatch, compiler thunks.
+            case swiftRuntime
+            /// The C library, the dynamic loader, and the code that starts processes and threads.
+            case system
+        }
+
+        /// The frame's position in ``EvStallBacktrace/frames``: 0 is the innermost.
+        public let index: Int
         /// The program counter (first frame) or return address.
         public let address: UInt
         /// The demangled function name, when symbolicated and known.
@@ -27,26 +43,12 @@ public struct EvStallBacktrace: Sendable, CustomStringConvertible {
         public let isInlined: Bool
         /// Whether the address was found by scanning the stack rather than by the frame chain.
         public let isFromStackScan: Bool
-
-        /// The address, then whatever is known: symbol, source location, image, flags.
-        public var description: String {
-            var text = "0x" + String(address, radix: 16)
-            if let symbol { text += " \(symbol)" }
-            if let sourceLocation { text += " at \(sourceLocation)" }
-            if let image { text += " (\(image))" }
-            if isInlined { text += " [inlined]" }
-            if isFromStackScan { text += " [scanned]" }
-            return text
-        }
+        /// Whose code this is; only symbolicated frames can be told to be RunLoopKit's.
+        public let origin: Origin
     }
 
     /// The frames, innermost first.
     public let frames: [Frame]
-
-    /// One numbered line per frame, innermost first.
-    public var description: String {
-        frames.enumerated().map { "  #\($0.offset) \($0.element)" }.joined(separator: "\n")
-    }
 
     /// Turns the raw addresses of a capture into frames: symbolicated with the Runtime module
     /// when `symbolicate` is set and the toolchain offers it; otherwise image names only.
@@ -68,26 +70,34 @@ public struct EvStallBacktrace: Sendable, CustomStringConvertible {
             }
             let backtrace = Backtrace(architecture: architecture, frames: frames, images: images)
             if let symbolicated = backtrace.symbolicated(with: images) {
-                return EvStallBacktrace(frames: symbolicated.frames.compactMap { frame in
-                    // Skips the "truncated"/"omitted" markers the Runtime may add.
-                    guard let address = UInt(frame.captured.originalProgramCounter), address != 0 else { return nil }
+                // Skips the "truncated"/"omitted" markers the Runtime may add.
+                let captured = symbolicated.frames.filter { (UInt($0.captured.originalProgramCounter) ?? 0) != 0 }
+                return EvStallBacktrace(frames: captured.enumerated().map { index, frame in
+                    let address = UInt(frame.captured.originalProgramCounter)!
+                    let image = frame.symbol?.imageName ?? imageName(address)
                     return Frame(
-                        address: address, symbol: frame.symbol?.name,
-                        image: frame.symbol?.imageName ?? imageName(address),
+                        index: index, address: address, symbol: frame.symbol?.name, image: image,
                         sourceLocation: frame.symbol?.sourceLocation.map { "\($0.path):\($0.line):\($0.column)" },
-                        isInlined: frame.inlined, isFromStackScan: scanned.contains(address))
+                        isInlined: frame.inlined, isFromStackScan: scanned.contains(address),
+                        origin: Frame.origin(
+                            image: image, rawName: frame.symbol?.rawName, isThunk: frame.isSwiftThunk,
+                            isSystem: frame.isSystem))
                 })
             }
         }
-        return EvStallBacktrace(frames: raw.map {
-            Frame(
-                address: $0.address, symbol: nil, image: imageName($0.address), sourceLocation: nil,
-                isInlined: false, isFromStackScan: $0.scanned)
+        return EvStallBacktrace(frames: raw.enumerated().map { index, frame in
+            let image = imageName(frame.address)
+            return Frame(
+                index: index, address: frame.address, symbol: nil, image: image, sourceLocation: nil,
+                isInlined: false, isFromStackScan: frame.scanned,
+                origin: Frame.origin(image: image, rawName: nil, isThunk: false, isSystem: false))
         })
         #else
         let raw = StackCapture.unwind(stack) { _ in true }
-        return EvStallBacktrace(frames: raw.map {
-            Frame(address: $0.address, symbol: nil, image: nil, sourceLocation: nil, isInlined: false, isFromStackScan: $0.scanned)
+        return EvStallBacktrace(frames: raw.enumerated().map { index, frame in
+            Frame(
+                index: index, address: frame.address, symbol: nil, image: nil, sourceLocation: nil, isInlined: false,
+                isFromStackScan: frame.scanned, origin: .application)
         })
         #endif
     }

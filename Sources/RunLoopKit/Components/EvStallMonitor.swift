@@ -98,50 +98,6 @@ public final class EvStallMonitor: Sendable {
         }
     }
 
-    /// One stall.
-    public struct Report: Sendable, CustomStringConvertible {
-        /// The stalled loop.
-        public let loop: EvRunLoop
-        /// The mode of the innermost run when the stall was detected (R9).
-        public let mode: EvRunLoop.Mode?
-        /// ``EvRunLoop/Activity/beforeSources`` or ``EvRunLoop/Activity/afterWaiting``: the
-        /// phase the loop entered and has not left.
-        public let phase: EvRunLoop.Activity
-        /// What the loop was running when the stall was detected: the kind of its innermost
-        /// callout (a timer, a source, a block, main-queue work, an observer), or `nil` when it
-        /// was in none — in the loop's own work between callouts.
-        public let callout: EvRunLoop.CalloutKind?
-        /// How long the loop had been in the phase when the stall was detected.
-        public let duration: Duration
-        /// How many whole thresholds `duration` spans (at least the configured count).
-        public let thresholdsExceeded: Int
-        /// The stalled thread's stack, if captured.
-        public let backtrace: EvStallBacktrace?
-        /// Why there is no backtrace, when there is none.
-        public let backtraceUnavailableReason: String?
-
-        /// One line saying how long, in which callout, phase and mode, then the backtrace or why
-        /// there is none: "… stalled 300 ms (3 thresholds) running a timer (phase afterWaiting, mode
-        /// kCFRunLoopDefaultMode); …".
-        public var description: String {
-            let milliseconds = Double(duration.saturatingNanoseconds) / 1e6
-            var text = "EvStallMonitor: run loop stalled \(Int(milliseconds)) ms (\(thresholdsExceeded) thresholds) running "
-            switch callout {
-            case .observer: text += "an observer"
-            case .mainQueue: text += "main-queue work"
-            case let kind?: text += "a \(kind)"
-            case nil: text += "no callout"
-            }
-            text += " (phase \(phase), mode \(mode?.name ?? "(none)"))"
-            if let backtrace {
-                text += "; stalled thread:\n\(backtrace)"
-            } else if let backtraceUnavailableReason {
-                text += "; no backtrace: \(backtraceUnavailableReason)"
-            }
-            return text
-        }
-    }
-
     /// Counters for benchmarks and diagnostics.
     public struct Statistics: Sendable, Equatable {
         /// Times the watchdog thread woke up (a timed tick or an unpark).

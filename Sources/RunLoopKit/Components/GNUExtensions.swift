@@ -12,8 +12,15 @@ enum GNUExtensions {
     typealias GetAttributes = @convention(c) (pthread_t, UnsafeMutablePointer<pthread_attr_t>) -> Int32
     typealias SignalQueue = @convention(c) (pthread_t, Int32, sigval) -> Int32
 
+    typealias GetName = @convention(c) (pthread_t, UnsafeMutablePointer<CChar>, Int) -> Int32
+    typealias GetThreadID = @convention(c) () -> pid_t
+
     /// `pthread_setname_np(3)`.
     static let setThreadName: SetName? = symbol("pthread_setname_np")
+    /// `pthread_getname_np(3)`.
+    static let getThreadName: GetName? = symbol("pthread_getname_np")
+    /// `gettid(2)`: the kernel's id of the calling thread (glibc 2.30 and later).
+    static let threadID: GetThreadID? = symbol("gettid")
     /// `pthread_getattr_np(3)`: the attributes, stack bounds included, of a running thread.
     static let threadAttributes: GetAttributes? = symbol("pthread_getattr_np")
     /// `pthread_sigqueue(3)`: `pthread_kill` with a value the handler receives in `si_value`.
@@ -28,6 +35,14 @@ enum GNUExtensions {
     private static func symbol<F>(_ name: String) -> F? {
         guard let address = dlsym(nil, name) else { return nil }
         return unsafeBitCast(address, to: F.self)
+    }
+
+    /// The calling thread's name (15 bytes at most), or `nil` if the C library cannot say.
+    static func currentThreadName() -> String? {
+        guard let getThreadName else { return nil }
+        var buffer = [CChar](repeating: 0, count: 16)
+        guard getThreadName(pthread_self(), &buffer, buffer.count) == 0 else { return nil }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The bounds `[low, high)` of `thread`'s stack, if the C library can say.

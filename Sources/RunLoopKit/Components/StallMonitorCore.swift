@@ -45,6 +45,9 @@ final class StallMonitorCore: Sendable {
     private struct LoopThread {
         let thread: pthread_t
         let stack: (low: UInt, high: UInt)?
+        /// What reports call the loop: "main", else its thread's name, else its thread's id.
+        let name: String
+        let id: Int32?
     }
 
     let loop: EvRunLoop
@@ -112,7 +115,10 @@ final class StallMonitorCore: Sendable {
         if configuration.backtrace != .none { StackCapture.unblock(backtraceSignal) }
         let thread = pthread_self()
         let stack = GNUExtensions.stackBounds(of: thread)
-        loopThread.withLock { $0 = LoopThread(thread: thread, stack: stack) }
+        let id = GNUExtensions.threadID?()
+        let threadName = GNUExtensions.currentThreadName() ?? ""
+        let name = loop.isMain ? "main" : !threadName.isEmpty ? threadName : id.map { "thread \($0)" } ?? "unnamed thread"
+        loopThread.withLock { $0 = LoopThread(thread: thread, stack: stack, name: name, id: id) }
         loopThreadKnown.store(true, ordering: .releasing)
     }
 
@@ -219,8 +225,10 @@ final class StallMonitorCore: Sendable {
         case .failure(let failure):
             reason = failure.reason
         }
+        let target = loopThread.withLock { $0 }
         let report = EvStallMonitor.Report(
-            loop: loop, mode: mode, phase: phase.activity, callout: callout, duration: .nanoseconds(Int64(clamping: elapsed)),
+            loop: loop, loopName: target?.name ?? (loop.isMain ? "main" : "unnamed thread"), threadID: target?.id,
+            mode: mode, phase: phase.activity, callout: callout, duration: .nanoseconds(Int64(clamping: elapsed)),
             thresholdsExceeded: Int(elapsed / thresholdNanoseconds), backtrace: backtrace,
             backtraceUnavailableReason: reason)
         // Stopped meanwhile: "no report after stop() returns".

@@ -157,6 +157,32 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
         #expect(monitor.statistics.backtracesCaptured == 1)
     }
 
+    @Test func aReportNamesTheLoopByItsThreadAndKeepsTheFramesThatMatter() throws {
+        let worker = EvWorkerThread(name: "line-w1")
+        let loop = try worker.start()
+        let reports = EventLog<EvStallMonitor.Report>()
+        let reported = Latch()
+        let monitor = EvStallMonitor(loop: loop, configuration: quickConfiguration(.symbolicated)) { report in
+            reports.append(report)
+            reported.open()
+        }
+        try monitor.start()
+        try worker.execute { stallUntilReported(reported) }
+        try worker.submitAndWait {}  // the stall is over
+        monitor.stop()
+        worker.stop()
+        let report = try #require(reports.all.first)
+        #expect(report.loopName == "line-w1")
+        #expect(report.threadID.map { $0 > 0 } == true)
+        #expect(report.description.hasPrefix(#"EvStallMonitor: run loop "line-w1" stalled "#))
+        let backtrace = try #require(report.backtrace, "\(report.backtraceUnavailableReason ?? "")")
+        #expect(backtrace.frames.contains { $0.origin == .runLoopKit }, "the capture has the loop's machinery: \(backtrace.fullDescription)")
+        let relevant = backtrace.relevantFrames
+        #expect(relevant.contains { $0.symbol?.contains("stallUntilReported") == true }, "\(backtrace.fullDescription)")
+        #expect(relevant.allSatisfy { $0.origin == .application }, "\(backtrace)")
+        #expect(!backtrace.description.contains("Callout") && !backtrace.description.contains("EvRunLoop."), "\(backtrace)")
+    }
+
     @Test func addressOnlyBacktracesNameImagesButNoSymbols() throws {
         let backtrace = try #require(try stallOnce(backtraces: .addresses).report?.backtrace)
         #expect(backtrace.frames.count > 1)
