@@ -6,8 +6,11 @@ extension EvStallMonitor {
     /// A monitor of `loop` whose reports go to `logger` as structured records instead of raw
     /// text on standard error.
     ///
-    /// Each stall is one record at `level`, message "run loop stalled", with the report's
-    /// ``EvStallMonitor/Report/metadata`` (loop, mode, phase, callout, duration, backtrace).
+    /// Each stall is one record at `level`: its message is ``RunLoopKit/EvStallMonitor/Report/logMessage``
+    /// (the stall in a line, then the stalled thread's frames that matter, one a line), its
+    /// metadata ``RunLoopKit/EvStallMonitor/Report/metadata`` (loop, thread, mode, phase, callout,
+    /// duration). A handler that prints metadata before the message, as swift-log's
+    /// `StreamLogHandler` does, so prints the key facts, then the message, then the frames.
     ///
     /// - Parameters:
     ///   - loop: the loop to watch.
@@ -23,36 +26,46 @@ extension EvStallMonitor {
         var configuration = configuration
         configuration.reportsToStandardError = false
         self.init(loop: loop, configuration: configuration) { report in
-            logger.log(level: level, "run loop stalled", metadata: report.metadata)
+            logger.log(level: level, report.logMessage, metadata: report.metadata)
             onStall?(report)
         }
     }
 }
 
 extension EvStallMonitor.Report {
-    /// The report as swift-log metadata:
+    /// The report as a log message: ``RunLoopKit/EvStallMonitor/Report/summary`` (`run loop
+    /// "line-w1" stalled 300 ms running a timer`), then, when a backtrace was captured, the
+    /// stalled thread's frames that matter, one a line (``RunLoopKit/EvStallBacktrace/description``).
+    public var logMessage: Logger.Message {
+        guard let backtrace else { return "\(summary)" }
+        return "\(summary); stalled thread:\n\(backtrace)"
+    }
+
+    /// The report's key facts as swift-log metadata; the backtrace is not among them (it
+    /// follows the message, ``logMessage``):
     ///
-    /// - `loop`: "main" for the main loop, else the loop's object identifier;
+    /// - `loop`: ``RunLoopKit/EvStallMonitor/Report/loopName``: "main", the loop thread's name
+    ///   (a worker's `line-w1`), or "thread" and its id;
+    /// - `thread`: the loop thread's kernel id, as `ps -L` shows it (absent when unknown);
     /// - `mode`: the running mode's name (absent when none);
     /// - `phase`: the observer phase the loop stayed in ("beforeSources", "afterWaiting");
     /// - `callout`: what the loop was running ("timer", "source", "version-1 source", "block",
     ///   "main-queue work", "observer", or "none");
-    /// - `duration_ms`: how long the loop had been stalled, in milliseconds;
+    /// - `duration_ms`: how long the loop had been stalled, in whole milliseconds;
     /// - `thresholds`: how many thresholds that spans;
-    /// - `backtrace`: the stalled thread's frames, innermost first, when captured; otherwise
-    ///   `backtrace_unavailable`: why not (absent when backtraces are off).
+    /// - `backtrace_unavailable`: why there is no backtrace, when backtraces are on but none
+    ///   was captured.
     public var metadata: Logger.Metadata {
         var metadata: Logger.Metadata = [
-            "loop": .string(loop.isMain ? "main" : "\(ObjectIdentifier(loop))"),
+            "loop": .string(loopName),
             "phase": .string("\(phase)"),
             "callout": .string(callout.map { "\($0)" } ?? "none"),
-            "duration_ms": .stringConvertible(Double(duration.components.seconds) * 1e3 + Double(duration.components.attoseconds) / 1e15),
+            "duration_ms": .stringConvertible(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000),
             "thresholds": .stringConvertible(thresholdsExceeded),
         ]
+        if let threadID { metadata["thread"] = .stringConvertible(threadID) }
         if let mode { metadata["mode"] = .string(mode.name) }
-        if let backtrace {
-            metadata["backtrace"] = .array(backtrace.frames.map { .string($0.description) })
-        } else if let backtraceUnavailableReason {
+        if backtrace == nil, let backtraceUnavailableReason {
             metadata["backtrace_unavailable"] = .string(backtraceUnavailableReason)
         }
         return metadata
