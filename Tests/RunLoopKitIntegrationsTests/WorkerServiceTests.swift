@@ -14,7 +14,7 @@ import Testing
         try await testGracefulShutdown { trigger in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await worker.run() }
-                // run() starts the worker; wait for it through a round trip on its thread.
+                // run() starts the worker; wait until it has.
                 let loop = try await waitForLoop(of: worker)
                 let ran = Mutex<[Int]>([])
                 for index in 0..<5 { loop.perform(inModes: [.common]) { ran.withLock { $0.append(index) } } }
@@ -39,9 +39,11 @@ import Testing
     }
 
     /// The worker's loop once run() has started it (polled with yields: start happens in the
-    /// service's own task, which has no event to wait on; a safety net ends the wait).
+    /// service's own task, which has no event to wait on). The safety net is wide: the suite's
+    /// long synchronous tests can hold every thread of the cooperative pool for a minute under
+    /// ThreadSanitizer, and run() needs one of them.
     private func waitForLoop(of worker: EvWorkerThread) async throws -> EvRunLoop {
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + .seconds(300)
         while ContinuousClock.now < deadline {
             if let loop = worker.runLoop { return loop }
             await Task.yield()
