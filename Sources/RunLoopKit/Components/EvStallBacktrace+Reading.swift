@@ -71,20 +71,25 @@ extension EvStallBacktrace.Frame {
     /// Where a thread's or the process's life begins: frames further out are start-up code, or
     /// stale words a scan took for return addresses.
     var isThreadStart: Bool {
-        guard origin == .system, let symbol else { return false }
+        guard let symbol else { return false }
         return ["start_thread", "__libc_start_call_main", "__libc_start_main", "__clone", "clone3", "_start"]
             .contains { symbol == $0 || symbol.hasPrefix($0 + "@") }
     }
 
     /// Whose code a frame runs: by its symbol's mangled name where it has one (Swift names carry
-    /// their module), else by the image that holds it. An address in no image is the kernel's
-    /// (the vDSO's `clock_gettime`, say).
-    static func origin(image: String?, rawName: String?, isThunk: Bool, isSystem: Bool) -> Origin {
-        guard let image, !isSystem else { return .system }
+    /// their module), else by the image that holds it, or the source file for a sanitizer's
+    /// runtime linked into the executable. An address in no image is the kernel's (the vDSO's
+    /// `clock_gettime`, say).
+    static func origin(image: String?, rawName: String?, isThunk: Bool, sourcePath: String?) -> Origin {
+        guard let image else { return .system }
         let systemImages = ["libc.so", "libc-", "ld-linux", "libpthread", "libdl.", "libm.so", "librt.", "libgcc_s", "libstdc++"]
         if systemImages.contains(where: image.hasPrefix) { return .system }
         if image.hasPrefix("libswift") || image.hasPrefix("libdispatch") || image.hasPrefix("libBlocksRuntime") {
             return .swiftRuntime
+        }
+        if let sourcePath {
+            if sourcePath.contains("/compiler-rt/") { return .system }
+            if sourcePath.hasSuffix("<compiler-generated>") { return .swiftRuntime }
         }
         guard let rawName else { return .application }
         if isThunk { return .swiftRuntime }

@@ -81,7 +81,7 @@ public struct EvStallBacktrace: Sendable, CustomStringConvertible {
                         isInlined: frame.inlined, isFromStackScan: scanned.contains(address),
                         origin: Frame.origin(
                             image: image, rawName: frame.symbol?.rawName, isThunk: frame.isSwiftThunk,
-                            isSystem: frame.isSystem))
+                            sourcePath: frame.symbol?.sourceLocation?.path))
                 })
             }
         }
@@ -90,7 +90,7 @@ public struct EvStallBacktrace: Sendable, CustomStringConvertible {
             return Frame(
                 index: index, address: frame.address, symbol: nil, image: image, sourceLocation: nil,
                 isInlined: false, isFromStackScan: frame.scanned,
-                origin: Frame.origin(image: image, rawName: nil, isThunk: false, isSystem: false))
+                origin: Frame.origin(image: image, rawName: nil, isThunk: false, sourcePath: nil))
         })
         #else
         let raw = StackCapture.unwind(stack) { _ in true }

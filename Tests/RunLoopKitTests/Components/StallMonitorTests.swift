@@ -178,7 +178,7 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
         let backtrace = try #require(report.backtrace, "\(report.backtraceUnavailableReason ?? "")")
         #expect(backtrace.frames.contains { $0.origin == .runLoopKit }, "the capture has the loop's machinery: \(backtrace.fullDescription)")
         let relevant = backtrace.relevantFrames
-        #expect(relevant.contains { $0.symbol?.contains("stallUntilReported") == true }, "\(backtrace.fullDescription)")
+        #expect(relevant.contains { $0.symbol?.contains("stallUntilReported") == true }, "\(backtrace)\n\(backtrace.fullDescription)")
         #expect(relevant.allSatisfy { $0.origin == .application }, "\(backtrace)")
         #expect(!backtrace.description.contains("Callout") && !backtrace.description.contains("EvRunLoop."), "\(backtrace)")
     }

@@ -52,18 +52,25 @@ import Testing
     }
 
     @Test func aFramesOriginComesFromItsMangledNameOrItsImage() {
-        #expect(Frame.origin(image: "libc.so.6", rawName: "clock_gettime", isThunk: false, isSystem: false) == .system)
-        #expect(Frame.origin(image: "ld-linux-x86-64.so.2", rawName: nil, isThunk: false, isSystem: false) == .system)
-        #expect(Frame.origin(image: "App", rawName: "_start", isThunk: false, isSystem: true) == .system)
-        #expect(Frame.origin(image: "libswiftCore.so", rawName: "$sSS6appendyySSF", isThunk: false, isSystem: false) == .swiftRuntime)
-        #expect(Frame.origin(image: "libdispatch.so", rawName: nil, isThunk: false, isSystem: false) == .swiftRuntime)
-        #expect(Frame.origin(image: "App", rawName: "$sIeg_IeyB_TR", isThunk: true, isSystem: false) == .swiftRuntime)
-        #expect(Frame.origin(image: "App", rawName: "$ss5print_9separator10terminatoryypd_S2StF", isThunk: false, isSystem: false) == .swiftRuntime)
-        #expect(Frame.origin(image: "App", rawName: "$s10RunLoopKit7CalloutO5timer_2onyAA7EvTimerC_AA0aB0CtFZ", isThunk: false, isSystem: false) == .runLoopKit)
-        #expect(Frame.origin(image: "App", rawName: "$s3App15decodeHugeImage3fors6UInt64Vs8DurationV_tF", isThunk: false, isSystem: false) == .application)
-        #expect(Frame.origin(image: "libFoundation.so", rawName: "$s10Foundation6ThreadC5sleep", isThunk: false, isSystem: false) == .application)
-        #expect(Frame.origin(image: "App", rawName: nil, isThunk: false, isSystem: false) == .application, "addresses only: kept")
-        #expect(Frame.origin(image: nil, rawName: nil, isThunk: false, isSystem: false) == .system, "in no image: the vDSO")
+        #expect(Frame.origin(image: "libc.so.6", rawName: "clock_gettime", isThunk: false, sourcePath: nil) == .system)
+        #expect(Frame.origin(image: "ld-linux-x86-64.so.2", rawName: nil, isThunk: false, sourcePath: nil) == .system)
+        #expect(
+            Frame.origin(image: "App", rawName: "__interceptor_memcpy", isThunk: false, sourcePath: "/b/llvm-project/compiler-rt/lib/asan/x.inc")
+                == .system, "a sanitizer's runtime in the executable")
+        #expect(
+            Frame.origin(image: "App", rawName: "$s3App3fooyyFTo", isThunk: false, sourcePath: "/<compiler-generated>") == .swiftRuntime)
+        #expect(
+            Frame.origin(image: "App", rawName: "$s3App5stallyyF", isThunk: false, sourcePath: "/src/App/main.swift") == .application,
+            "a frame without line information is still the application's")
+        #expect(Frame.origin(image: "libswiftCore.so", rawName: "$sSS6appendyySSF", isThunk: false, sourcePath: nil) == .swiftRuntime)
+        #expect(Frame.origin(image: "libdispatch.so", rawName: nil, isThunk: false, sourcePath: nil) == .swiftRuntime)
+        #expect(Frame.origin(image: "App", rawName: "$sIeg_IeyB_TR", isThunk: true, sourcePath: nil) == .swiftRuntime)
+        #expect(Frame.origin(image: "App", rawName: "$ss5print_9separator10terminatoryypd_S2StF", isThunk: false, sourcePath: nil) == .swiftRuntime)
+        #expect(Frame.origin(image: "App", rawName: "$s10RunLoopKit7CalloutO5timer_2onyAA7EvTimerC_AA0aB0CtFZ", isThunk: false, sourcePath: nil) == .runLoopKit)
+        #expect(Frame.origin(image: "App", rawName: "$s3App15decodeHugeImage3fors6UInt64Vs8DurationV_tF", isThunk: false, sourcePath: nil) == .application)
+        #expect(Frame.origin(image: "libFoundation.so", rawName: "$s10Foundation6ThreadC5sleep", isThunk: false, sourcePath: nil) == .application)
+        #expect(Frame.origin(image: "App", rawName: nil, isThunk: false, sourcePath: nil) == .application, "addresses only: kept")
+        #expect(Frame.origin(image: nil, rawName: nil, isThunk: false, sourcePath: nil) == .system, "in no image: the vDSO")
     }
 
     @Test func theReportSaysWhatStalledAndWhereBeforeTheFrames() {
