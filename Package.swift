@@ -11,8 +11,8 @@ let package = Package(
         .library(name: "RunLoopKitServiceLifecycle", targets: ["RunLoopKitServiceLifecycle"]),
     ],
     // Off by default: an application that enables none fetches and builds nothing but RunLoopKit,
-    // since SwiftPM leaves out a dependency that only disabled traits use. This repository's own
-    // builds enable them all (`make test`: --enable-all-traits).
+    // since SwiftPM leaves out a dependency that only disabled traits use. A build of this
+    // repository itself compiles every target, so it needs them all: --enable-all-traits (make).
     traits: [
         .trait(name: "Logging", description: "RunLoopKitLogging: stall reports as swift-log records."),
         .trait(name: "Metrics", description: "RunLoopKitMetrics: a run loop's metrics through swift-metrics."),
