@@ -15,7 +15,7 @@ func startWorker(watching socket: Int32, log: @escaping @Sendable (String) -> Vo
     // variables, which only this thread ever touches.
     try worker.submitAndWait {
         var received = 0
-        var input: EvFileDescriptorSource?
+        weak var input: EvFileDescriptorSource?  // the loop holds it; weak: no cycle through its handler
         input = try loop.addFileDescriptorSource(fileDescriptor: socket, events: .readable) { _ in
             var buffer = [UInt8](repeating: 0, count: 256)
             let count = read(socket, &buffer, buffer.count)
