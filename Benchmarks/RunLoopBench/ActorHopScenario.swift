@@ -60,7 +60,7 @@ struct ActorHopScenario {
             for _ in 0..<warmup { _ = await hop(target) }
         }
         for round in 0..<rounds {
-            log("actorhop: round \(round + 1)/\(rounds), \(samplesPerRound) hops per actor")
+            Progress.shared.round(round, of: rounds, "\(samplesPerRound) hops per actor")
             for n in 0..<samplesPerRound {
                 for i in rotated(Array(targets.indices), by: round + n) {
                     latencies[i].record(await hop(targets[i]))

@@ -35,6 +35,7 @@ struct RunCommand: ParsableCommand {
         let chosen = scenarios.isEmpty ? ScenarioID.allCases : scenarios
         let start = nowNs()
         let results = options.measure(chosen)
+        Progress.shared.end()
         log("all done in \(String(format: "%.1f", Double(nowNs() - start) / 1e9)) s")
         let report = TableReport(results: results)
         print(report.text(), terminator: "")

@@ -26,8 +26,10 @@ struct FootprintScenario {
     func run(_ backends: [any Backend]) -> [Figure] {
         let backends = backends.filter { $0.id != .libevIOURing }
         var figures: [Figure] = []
-        for loops in loopCounts {
-            log("footprint: \(loops) threads with no loop")
+        let steps = loopCounts.count * (backends.count + 1)
+        for (index, loops) in loopCounts.enumerated() {
+            let first = index * (backends.count + 1)
+            Progress.shared.step(first, of: steps, "\(loops) threads with no loop")
             guard let bare = medianChild(backend: nil, loops: loops) else { continue }
             var fds = Figure(id: "footprint.fds.\(loops)", scenario: "footprint",
                              label: "file descriptors per loop, \(loops) loops",
@@ -37,8 +39,8 @@ struct FootprintScenario {
                              unit: "KiB", better: .lower, goal: .ratioAtMost(1.2, against: .libev))
             var left = Figure(id: "footprint.fdsAfterExit.\(loops)", scenario: "footprint",
                               label: "fds left open after \(loops) threads exit", unit: "fds", better: .lower)
-            for backend in backends {
-                log("footprint: \(loops) threads with a \(backend.id.title) loop each")
+            for (k, backend) in backends.enumerated() {
+                Progress.shared.step(first + k + 1, of: steps, "\(loops) threads with a \(backend.id.title) loop each")
                 guard let sample = medianChild(backend: backend.id, loops: loops) else { continue }
                 fds.values[backend.id] = Double(sample.fds - bare.fds) / Double(loops)
                 rss.values[backend.id] = Double(sample.rssKiB - bare.rssKiB) / Double(loops)

@@ -54,15 +54,21 @@ struct GateCommand: ParsableCommand {
             for i in failing { log("gate: FAIL \(verdicts[i].message)") }
             let names = rerun.map(\.rawValue).joined(separator: ", ")
             log("gate: \(failing.count) limit(s) failed; measuring \(names) again (attempt \(attempt))")
-            for scenario in rerun {
-                let backends = options.selectedBackends().filter { needed[scenario]?.contains($0.id) ?? true }
-                let peers = options.selectedPeers().intersection(needed[scenario] ?? [])
+            let again = rerun.map { ($0, options.chosen($0, only: needed, from: options.selectedBackends())) }
+            for (scenario, (backends, peers)) in again {
+                Progress.shared.expectAgain(scenario, seconds: options.expectedSeconds(
+                    scenario, backends: Set(backends.map(\.id)), peers: peers))
+            }
+            for (scenario, (backends, peers)) in again {
+                Progress.shared.enter(scenario)
                 results.replace(scenario: scenario.rawValue, with: options.measure(scenario, on: backends, peers: peers))
+                Progress.shared.leave()
             }
             for i in failing {
                 verdicts[i] = verdict(i, attempt: attempt)
             }
         }
+        Progress.shared.end()
         print(TableReport(results: results).text())
         print(GateVerdict.report(verdicts), terminator: "")
         log("gate: done in \(String(format: "%.1f", Double(nowNs() - start) / 1e9)) s")

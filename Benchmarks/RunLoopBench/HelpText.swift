@@ -23,6 +23,11 @@ enum HelpText {
         Times come from clock_gettime(CLOCK_MONOTONIC), read in every thread involved; \
         latencies are percentiles of an HDR histogram (3 significant digits).
 
+        While it runs, standard error shows the scenario and its step out of how \
+        many, the time spent and an estimate of the time left: one line redrawn in \
+        place on a terminal, a plain line per step anywhere else (CI logs). \
+        Standard output holds only the table.
+
         Examples:
           runloop-bench                      standard run, one table
           runloop-bench wakeup timers        only these scenarios

@@ -21,6 +21,8 @@ struct InstructionsScenario {
     var quick: Bool
     /// If set, only the operations with a figure here are counted (the gate's).
     var onlyFigures: [String: Set<BackendID>]? = nil
+    /// If not empty, only these operations are counted (a short run's).
+    var operations: [InstructionOperation] = []
 
     /// The timer population sizes (timer-add, timer-cancel).
     static let populations = [1000, 100_000]
@@ -69,29 +71,15 @@ struct InstructionsScenario {
         }
         guard let binary = Self.strippedCopy() else { return [] }
         defer { try? FileManager.default.removeItem(atPath: (binary as NSString).deletingLastPathComponent) }
-        var jobs: [Job] = []
-        for operation in InstructionOperation.allCases {
-            for population in Self.populations(operation) {
-                let id = Self.figureID(operation, population)
-                // The cliff ratio needs both blocks-step figures.
-                let cliff = operation == .blocksStep ? onlyFigures?[Self.blocksCliffID] ?? [] : []
-                // And the growth ratio both timer-modes figures.
-                let growth = operation == .timerModes ? onlyFigures?[Self.modesGrowthID] ?? [] : []
-                let wanted = onlyFigures.map { ($0[id] ?? []).union(cliff).union(growth) } ?? backends
-                for backend in operation.backends where backends.contains(backend) && wanted.contains(backend) {
-                    if operation == .timerModes, backend == .cf, !TimerModesWorkload.cfHasDescriptors(forModes: population) {
-                        log("instructions: timer-modes.\(TimerScalingScenario.label(population)) cf skipped: CF opens two "
-                            + "descriptors per mode (a timerfd and an epoll set), more than RLIMIT_NOFILE allows")
-                        continue
-                    }
-                    jobs.append(Job(operation: operation, backend: backend, population: population))
-                }
-            }
+        let queue = jobs()
+        for job in jobs(includingImpossible: true) where !queue.contains(job) {
+            log("instructions: timer-modes.\(TimerScalingScenario.label(job.population)) cf skipped: CF opens two "
+                + "descriptors per mode (a timerfd and an epoll set), more than RLIMIT_NOFILE allows")
         }
-        let queue = jobs
         // Two children at a time (counts do not care how busy the machine is).
         let results = Mutex<[Job: Double]>([:])
         let next = Mutex(0)
+        let finished = Mutex(0)
         DispatchQueue.concurrentPerform(iterations: 2) { _ in
             while true {
                 let i = next.withLock { value -> Int in defer { value += 1 }; return value }
@@ -100,10 +88,39 @@ struct InstructionsScenario {
                 if let perOperation = perOperation(job, valgrind: valgrind, binary: binary) {
                     results.withLock { $0[job] = perOperation }
                 }
+                let done = finished.withLock { value -> Int in value += 1; return value }
+                Progress.shared.step(done, of: queue.count,
+                                     "counted \(done)/\(queue.count): \(Self.figureID(job.operation, job.population)) \(job.backend.rawValue)")
             }
         }
         return figures(results.withLock { $0 })
     }
+
+    /// The children to run: each operation (of `operations`, if set) at each population, for
+    /// each backend that has it and is wanted. Without `includingImpossible`, CF's timer-modes at
+    /// more modes than its descriptors allow is left out.
+    private func jobs(includingImpossible: Bool = false) -> [Job] {
+        var jobs: [Job] = []
+        for operation in InstructionOperation.allCases where operations.isEmpty || operations.contains(operation) {
+            for population in Self.populations(operation) {
+                let id = Self.figureID(operation, population)
+                // The cliff ratio needs both blocks-step figures.
+                let cliff = operation == .blocksStep ? onlyFigures?[Self.blocksCliffID] ?? [] : []
+                // And the growth ratio both timer-modes figures.
+                let growth = operation == .timerModes ? onlyFigures?[Self.modesGrowthID] ?? [] : []
+                let wanted = onlyFigures.map { ($0[id] ?? []).union(cliff).union(growth) } ?? backends
+                for backend in operation.backends where backends.contains(backend) && wanted.contains(backend) {
+                    if !includingImpossible, operation == .timerModes, backend == .cf,
+                       !TimerModesWorkload.cfHasDescriptors(forModes: population) { continue }
+                    jobs.append(Job(operation: operation, backend: backend, population: population))
+                }
+            }
+        }
+        return jobs
+    }
+
+    /// How many children a run counts in (for the progress line's estimate).
+    var jobCount: Int { jobs().count }
 
     /// Short and long run lengths of `job`.
     private func counts(_ job: Job) -> (Int, Int) {

@@ -38,7 +38,7 @@ struct MainQueueScenario {
             for _ in 0..<warmup { _ = sample(loop, poster) }
         }
         for round in 0..<rounds {
-            log("mainqueue: round \(round + 1)/\(rounds), \(samplesPerRound) main-queue blocks per backend")
+            Progress.shared.round(round, of: rounds, "\(samplesPerRound) main-queue blocks per backend")
             for n in 0..<samplesPerRound {
                 for i in rotated(Array(loops.indices), by: round + n) {
                     latencies[i].record(sample(loops[i], poster))

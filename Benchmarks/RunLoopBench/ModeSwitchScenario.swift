@@ -12,7 +12,7 @@ struct ModeSwitchScenario {
         var totals: [Int: [BackendID: [Double]]] = [:]
         for round in 0..<rounds {
             let sizes = counts.map(TimerScalingScenario.label).joined(separator: ", ")
-            log("modes: round \(round + 1)/\(rounds), N = \(sizes)")
+            Progress.shared.round(round, of: rounds, "N = \(sizes)")
             for n in counts {
                 for backend in rotated(backends, by: round + n) {
                     let ns = BenchThread.run { backend.switchModes(items: n, switches: switches) }

@@ -58,6 +58,10 @@ struct BenchOptions: ParsableArguments {
     @Option(help: "Actor hops per actor per round (scenario actorhop).")
     var hops = 2000
 
+    @Option(parsing: .upToNextOption,
+            help: "Count instructions for these operations only (scenario instructions; default: all).")
+    var operations: [InstructionOperation] = []
+
     @Flag(help: "Do not pin loop threads to one CPU and the driving thread to another.")
     var noPin = false
 
@@ -118,7 +122,7 @@ struct BenchOptions: ParsableArguments {
                 .run(backends)
         case .instructions:
             InstructionsScenario(backends: Set(backends.map(\.id)).union(peers), quick: quick,
-                                 onlyFigures: onlyFigures).run()
+                                 onlyFigures: onlyFigures, operations: operations).run()
         case .actorhop:
             // The default actor is no `Backend`: it is measured unless --backend leaves it out.
             ActorHopScenario(samplesPerRound: hops, rounds: rounds,
@@ -137,18 +141,29 @@ struct BenchOptions: ParsableArguments {
         results.backends = backends.map(\.id).sorted()
         results.context = context()
         results.notes = notes(for: scenarios, backends: backends.map(\.id))
-        for scenario in scenarios {
-            let start = nowNs()
-            let chosen = only[scenario].map { wanted in backends.filter { wanted.contains($0.id) } }
-                ?? backends
-            let peers = only[scenario].map { selectedPeers().intersection($0) } ?? selectedPeers()
-            results.append(measure(scenario, on: chosen, peers: peers))
-            log("\(scenario.rawValue): done in \(String(format: "%.1f", Double(nowNs() - start) / 1e9)) s")
+        let plan = scenarios.map { scenario in
+            (scenario, chosen(scenario, only: only, from: backends))
+        }
+        Progress.shared.begin(plan.map { scenario, chosen in
+            (scenario, expectedSeconds(scenario, backends: Set(chosen.0.map(\.id)), peers: chosen.1))
+        })
+        for (scenario, (backends, peers)) in plan {
+            Progress.shared.enter(scenario)
+            results.append(measure(scenario, on: backends, peers: peers))
+            Progress.shared.leave()
         }
         // Every backend with a cell (a value, or "—" for no equivalent), in report order; the
         // default actor comes from actorhop, not from the selected backends.
         results.backends = BackendID.allCases.filter { id in results.figures.contains { $0.shows(id) } }
         return results
+    }
+
+    /// The backends and peers `scenario` measures: the selection, narrowed by `only`.
+    func chosen(_ scenario: ScenarioID, only: [ScenarioID: Set<BackendID>],
+                from backends: [any Backend]) -> ([any Backend], Set<BackendID>) {
+        let chosen = only[scenario].map { wanted in backends.filter { wanted.contains($0.id) } } ?? backends
+        let peers = only[scenario].map { selectedPeers().intersection($0) } ?? selectedPeers()
+        return (chosen, peers)
     }
 
     private func notes(for scenarios: [ScenarioID], backends: [BackendID]) -> [String] {

@@ -20,7 +20,7 @@ struct PerformScenario {
         var rates: [BackendID: [Double]] = [:]
         for (loop, probe) in zip(loops, probes) { _ = measure(loop, probe, items: items / 20) }
         for round in 0..<rounds {
-            log("perform: round \(round + 1)/\(rounds), \(items) blocks per backend")
+            Progress.shared.round(round, of: rounds, "\(items) blocks per backend")
             for i in rotated(Array(backends.indices), by: round) {
                 rates[backends[i].id, default: []].append(measure(loops[i], probes[i], items: items))
             }

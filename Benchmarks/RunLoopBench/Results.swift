@@ -73,9 +73,9 @@ struct BenchResults: Sendable {
     }
 }
 
-/// Progress lines on standard error, so standard output holds only the report.
+/// A line on standard error (above the progress line), so standard output holds only the report.
 func log(_ message: String) {
-    FileHandle.standardError.write(Data("[bench] \(message)\n".utf8))
+    Progress.shared.message(message)
 }
 
 /// `items` rotated left by `count`: the order backends run in during round `count`, so no

@@ -19,7 +19,7 @@ struct StallMonitorScenario {
         var monitored: [Double] = []
         var idleCost: [Double] = []
         for round in 0..<rounds {
-            log("stallmonitor: round \(round + 1)/\(rounds), \(iterations) busy iterations, \(idle) idle")
+            Progress.shared.round(round, of: rounds, "\(iterations) busy iterations, \(idle) idle")
             let order = round % 2 == 0 ? [false, true] : [true, false]
             for withMonitor in order {
                 let ns = BenchThread.run { Self.busyLoop(iterations: iterations, monitored: withMonitor) }

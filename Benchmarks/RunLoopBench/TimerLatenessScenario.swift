@@ -19,7 +19,7 @@ struct TimerLatenessScenario {
         let rounds = max(1, (fires + perRound - 1) / perRound)
         let ids = backends.map(\.id) + peers.filter { $0 == .nio }
         for round in 0..<rounds {
-            log("timers: round \(round + 1)/\(rounds), \(perRound) fires per timer and backend")
+            Progress.shared.round(round, of: rounds, "\(perRound) fires per timer and backend")
             for id in rotated(ids, by: round) {
                 let backend = backends.first { $0.id == id }
                 let policy = backend?.catchUp ?? .grid  // NIO: re-scheduled on the grid

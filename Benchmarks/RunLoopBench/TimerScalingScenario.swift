@@ -20,14 +20,14 @@ struct TimerScalingScenario {
         var cancel: [Int: [BackendID: Double]] = [:]
         var shuffled: [Int: [BackendID: Double]] = [:]
         var visit: [Int: [BackendID: Double]] = [:]
-        for n in counts {
+        for (index, n) in counts.enumerated() {
             var rng = SplitMix64(seed: seed &+ UInt64(n))
             let hour: UInt64 = 3_600_000_000_000
             let offsets = (0..<n).map { _ in UInt64.random(in: hour...(2 * hour), using: &rng) }
             let addOrder = Array(0..<n)
             let randomOrder = addOrder.shuffled(using: &rng)
             let repetitions = max(1, minOperations / n)
-            log("scaling: N = \(Self.label(n)) × \(repetitions), \(rounds) rounds")
+            Progress.shared.step(index, of: counts.count, "N = \(Self.label(n)) × \(repetitions), \(rounds) rounds")
             var adds: [BackendID: [Double]] = [:]
             var cancels: [BackendID: [Double]] = [:]
             var shuffledCancels: [BackendID: [Double]] = [:]

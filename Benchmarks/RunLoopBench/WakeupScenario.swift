@@ -23,18 +23,24 @@ struct WakeupScenario {
             (.unpinned, "wakeup", "wake-up"), (.sameCPU, "wakeup.samecpu", "wake-up same-CPU"),
             (.crossCPU, "wakeup.crosscpu", "wake-up cross-CPU"),
         ]
+        let measured = layouts.filter { layout, prefix, _ in
+            (layout == .unpinned || Pinning.shared.isAvailable)
+                && onlyFigures.map { only in only.keys.contains { $0.hasPrefix(prefix + ".p") } } ?? true
+        }
         var figures: [Figure] = []
-        for (layout, prefix, label) in layouts where layout == .unpinned || Pinning.shared.isAvailable {
-            if let only = onlyFigures, !only.keys.contains(where: { $0.hasPrefix(prefix + ".p") }) { continue }
-            log("wakeup: \(label)")
+        for (index, (layout, prefix, label)) in measured.enumerated() {
+            let steps = (first: index * rounds, count: measured.count * rounds)
             figures += Pinning.shared.with(layout) {
-                Pinning.shared.asDriver { measure(backends, prefix: prefix, label: label, gated: layout == .unpinned) }
+                Pinning.shared.asDriver {
+                    measure(backends, prefix: prefix, label: label, gated: layout == .unpinned, steps: steps)
+                }
             }
         }
         return figures
     }
 
-    private func measure(_ backends: [any Backend], prefix: String, label: String, gated: Bool) -> [Figure] {
+    private func measure(_ backends: [any Backend], prefix: String, label: String, gated: Bool,
+                         steps: (first: Int, count: Int)) -> [Figure] {
         let backends = backends.filter { $0.id != .libevIOURing }
         // libdispatch's worker threads would inherit a pinned driver's CPU for good (and the
         // Swift runtime's pool runs on them): it is measured unpinned only.
@@ -52,7 +58,8 @@ struct WakeupScenario {
             for _ in 0..<warmup { _ = sample(loop, probe) }
         }
         for round in 0..<rounds {
-            log("wakeup: round \(round + 1)/\(rounds), \(samplesPerRound) wake-ups per backend")
+            Progress.shared.step(steps.first + round, of: steps.count,
+                                 "\(label), round \(round + 1)/\(rounds), \(samplesPerRound) wake-ups per backend")
             for n in 0..<samplesPerRound {
                 for i in rotated(Array(ids.indices), by: round + n) {
                     latencies[i].record(sample(loops[i], probes[i]))
