@@ -1,8 +1,10 @@
 /// The run loops measured side by side. Every scenario drives each of them through the same
 /// small protocol (`Backend`), implemented once per backend in its own file.
 enum BackendID: String, CaseIterable, Codable, Sendable, Comparable {
-    /// RunLoopKit's `EvRunLoop`: the library under test.
+    /// RunLoopKit's `EvRunLoop`: the library under test, in its default timer precision.
     case runloopkit
+    /// RunLoopKit with `EvRunLoop.timerPrecision = .precise` (timer scenarios only).
+    case runloopkitPrecise = "runloopkit-precise"
     /// libev used directly through CLibev (epoll): the floor of this design.
     case libev
     /// libev with EVBACKEND_IOURING, where the kernel allows it (timer scenario only).
@@ -22,6 +24,7 @@ enum BackendID: String, CaseIterable, Codable, Sendable, Comparable {
     var title: String {
         switch self {
         case .runloopkit: "RunLoopKit"
+        case .runloopkitPrecise: "RunLoopKit precise"
         case .libev: "libev"
         case .libevIOURing: "libev io_uring"
         case .cf: "CFRunLoop"
@@ -123,6 +126,15 @@ protocol MainLoopBackend: Backend {
     /// On the process's main thread: runs the main run loop in its default mode until it has
     /// handled something (the main queue's work, normally), then returns.
     func runMainLoopOnce()
+}
+
+/// Backends measured only in the timer scenarios: RunLoopKit in its other timer precision.
+func timerPrecisionVariants() -> [any Backend] {
+    #if canImport(RunLoopKit)
+    RunLoopKitBackend.precisionSettable ? [RunLoopKitBackend(precise: true)] : []
+    #else
+    []
+    #endif
 }
 
 /// The backends compiled into this binary, in report order. `libev-uring` is included only

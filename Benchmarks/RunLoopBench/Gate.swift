@@ -54,7 +54,7 @@ struct GateCommand: ParsableCommand {
             for i in failing { log("gate: FAIL \(verdicts[i].message)") }
             let names = rerun.map(\.rawValue).joined(separator: ", ")
             log("gate: \(failing.count) limit(s) failed; measuring \(names) again (attempt \(attempt))")
-            let again = rerun.map { ($0, options.chosen($0, only: needed, from: options.selectedBackends())) }
+            let again = rerun.map { ($0, options.chosen($0, only: needed, from: options.selectedBackends(for: $0))) }
             for (scenario, (backends, peers)) in again {
                 Progress.shared.expectAgain(scenario, seconds: options.expectedSeconds(
                     scenario, backends: Set(backends.map(\.id)), peers: peers))

@@ -77,6 +77,25 @@ enum HelpText {
         next slot, and its one-shot is re-scheduled from its callout like the others.
           timer.repeat.p50 … .max    1 ms repeating timer lateness, µs
           timer.oneshot.p50 … .max   100 µs re-armed timer lateness, µs
+        RunLoopKit is measured in its default timer precision (runloopkit: the \
+        kernel wakes the loop at the deadline) and, where the library has the \
+        setting, with timerPrecision = .precise (runloopkit-precise: the deadline \
+        armed early and waited out awake).
+
+        timercpu: CPU time per timer fire, beside lateness. Repeating timers run on \
+        loops of their own, unpinned; after a warm-up the process's CPU time \
+        (getrusage, user + system) is read at both ends of a --timer-cpu-seconds \
+        window in which every callout records its lateness; CPU per fire is the \
+        window's CPU time ÷ its callouts (median of rounds). Cases: --timer-loops \
+        loops at 100 Hz each in this process (their timers started spread over \
+        one interval), and one loop at each of --timer-rates. RunLoopKit in both \
+        timer precisions, libev (a repeating ev_timer), CF (a repeating \
+        CFRunLoopTimer) and SwiftNIO (scheduleRepeatedTask, which runs its delay \
+        after the previous run ended; its lateness is read against that).
+          timercpu.100x100hz.cpu    µs of CPU per fire, 100 loops × 100 Hz (the gate's)
+          timercpu.100x100hz.core   the same as % of one core
+          timercpu.100x100hz.p50, .p99   lateness, µs (p50 in the gate)
+          timercpu.<R>hz.cpu, .p50, .p99   one loop at R = 60 100 250 1000 Hz
 
         scaling: timer add and cancel cost as the number of timers grows. On the \
         loop's own thread, add N timers with random fire dates 1–2 h ahead (none \

@@ -41,6 +41,7 @@ struct Latencies: Sendable {
                 figure.values[backend] = percentile.map { values.microseconds(atPercentile: $0) }
                     ?? values.maxMicroseconds
             }
+            if key == "p50" { figure.distribution = latencies.filter { $0.value.count > 0 } }
             return figure
         }
     }

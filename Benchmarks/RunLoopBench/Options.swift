@@ -4,7 +4,7 @@ import Foundation
 
 /// The scenarios of issues #3 and #4, in the order the standard run measures them.
 enum ScenarioID: String, CaseIterable, ExpressibleByArgument, Sendable {
-    case wakeup, perform, timers, scaling, modes, footprint, mainqueue, actorhop, stallmonitor, instructions
+    case wakeup, perform, timers, timercpu, scaling, modes, footprint, mainqueue, actorhop, stallmonitor, instructions
 
     /// The scenario whose figures have ids starting `<prefix>.`.
     init?(figure id: String) {
@@ -35,6 +35,15 @@ struct BenchOptions: ParsableArguments {
 
     @Option(help: "Timer callouts per timer and backend, in rounds of 100 (scenario timers).")
     var timerFires = 2000
+
+    @Option(parsing: .upToNextOption, help: "Rates of the one-loop timers, Hz (scenario timercpu).")
+    var timerRates = [60, 100, 250, 1000]
+
+    @Option(help: "Loops with a 100 Hz timer each, all in this process (scenario timercpu).")
+    var timerLoops = 100
+
+    @Option(help: "Seconds each timer CPU measurement's window lasts (scenario timercpu).")
+    var timerCPUSeconds = 1.0
 
     @Option(parsing: .upToNextOption,
             help: "Timer counts N (scenario scaling). Default: 1000 10000 100000 1000000; gate: 100000.")
@@ -82,6 +91,7 @@ struct BenchOptions: ParsableArguments {
         wakeups = 100
         performItems = 20_000
         timerFires = 100
+        timerCPUSeconds = 0.2
         scalingCounts = Array(Set(scalingCounts.map { Swift.min($0, 10_000) })).sorted()
         modeCounts = [0, 1000]
         modeSwitches = 200
@@ -96,9 +106,11 @@ struct BenchOptions: ParsableArguments {
         Set(Peers.all.filter { backends.isEmpty || backends.contains($0) })
     }
 
-    /// The backends to measure: the selection, or every one compiled in and working here.
-    func selectedBackends() -> [any Backend] {
-        let all = availableBackends()
+    /// The backends to measure: the selection, or every one compiled in and working here; for
+    /// the timer scenarios RunLoopKit's other timer precision too.
+    func selectedBackends(for scenario: ScenarioID? = nil) -> [any Backend] {
+        var all = availableBackends()
+        if let scenario, [.timers, .timercpu].contains(scenario) { all.insert(contentsOf: timerPrecisionVariants(), at: min(1, all.count)) }
         return backends.isEmpty ? all : all.filter { backends.contains($0.id) }
     }
 
@@ -111,6 +123,10 @@ struct BenchOptions: ParsableArguments {
                            onlyFigures: onlyFigures).run(backends)
         case .perform: PerformScenario(items: performItems, rounds: rounds).run(backends)
         case .timers: TimerLatenessScenario(fires: timerFires, peers: Array(peers).sorted()).run(backends)
+        case .timercpu:
+            TimerCPUScenario(rates: timerRates, manyLoops: timerLoops, windowSeconds: timerCPUSeconds,
+                             rounds: rounds, peers: Array(peers).sorted(), onlyFigures: onlyFigures)
+                .run(backends)
         case .scaling:
             TimerScalingScenario(counts: scalingCounts, cfMaxCount: cfScalingMax, rounds: rounds).run(backends)
         case .modes:
@@ -142,7 +158,7 @@ struct BenchOptions: ParsableArguments {
         results.context = context()
         results.notes = notes(for: scenarios, backends: backends.map(\.id))
         let plan = scenarios.map { scenario in
-            (scenario, chosen(scenario, only: only, from: backends))
+            (scenario, chosen(scenario, only: only, from: selectedBackends(for: scenario)))
         }
         Progress.shared.begin(plan.map { scenario, chosen in
             (scenario, expectedSeconds(scenario, backends: Set(chosen.0.map(\.id)), peers: chosen.1))
@@ -171,13 +187,27 @@ struct BenchOptions: ParsableArguments {
         if !backends.contains(.runloopkit) {
             notes.append("RunLoopKit was not measured in this run; its columns and ratios are empty.")
         }
+        if scenarios.contains(.timers) || scenarios.contains(.timercpu) {
+            notes.append("libev's figures are a plain ev_timer on its epoll backend, which waits at least 1 ms and "
+                + "rounds every wait up to a whole millisecond: a 1 ms repeating timer then fires a wake-up's delay "
+                + "later each period until it is a whole period behind and libev restarts it from now, so its "
+                + "lateness spreads over 0–1 ms (p50 near 500 µs), and a 100 µs timer waits a whole millisecond. "
+                + "A minimal C program with one ev_timer reads the same; libev io_uring waits to the microsecond.")
+        }
         if scenarios.contains(.timers) {
-            notes.append("libev's epoll backend rounds every wait up to a whole millisecond; "
-                + "libev's figures use a plain ev_timer, the honest floor of libev.")
             if !backends.contains(.libevIOURing) {
                 notes.append("libev io_uring: not measured (ev_loop_new(EVBACKEND_IOURING) gives "
                     + "no io_uring loop on this kernel, or it was not selected).")
             }
+        }
+        if scenarios.contains(.timercpu) {
+            notes.append("Timer CPU: the timers run unpinned; after a warm-up, the process's CPU time (getrusage, "
+                + "user + system) over a window of \(timerCPUSeconds) s is divided by the callouts in it. "
+                + "RunLoopKit is its default (the kernel wakes the loop at the deadline); RunLoopKit precise sets "
+                + "timerPrecision = .precise (the deadline armed early and waited out awake). libev: a repeating "
+                + "ev_timer; CF: a repeating CFRunLoopTimer; NIO: scheduleRepeatedTask, whose next run is due its "
+                + "delay after the previous run ended. The \(timerLoops) loops start their timers spread over one "
+                + "interval, as independent timers are.")
         }
         if scenarios.contains(.scaling), backends.contains(.cf), let top = scalingCounts.max(), top > cfScalingMax {
             notes.append("CF keeps a mode's timers in a sorted array (O(N) per add and cancel); "
@@ -237,7 +267,8 @@ struct BenchOptions: ParsableArguments {
             "date": ISO8601DateFormatter().string(from: Date()),
             "pinning": Pinning.shared.description,
             "sizes": "rounds \(rounds), wake-ups \(wakeups)/round, perform \(performItems)/round, "
-                + "timer fires \(timerFires), scaling N \(labels(scalingCounts)), "
+                + "timer fires \(timerFires), timer CPU \(timerRates.map(String.init).joined(separator: " ")) Hz "
+                + "and \(timerLoops) loops × 100 Hz in \(timerCPUSeconds) s windows, scaling N \(labels(scalingCounts)), "
                 + "mode N \(labels(modeCounts)) × \(modeSwitches), footprint \(footprintLoops.map(String.init).joined(separator: " ")) loops, "
                 + "main-queue blocks \(mainQueueBlocks)/round, actor hops \(hops)/round",
         ]

@@ -54,6 +54,11 @@ extension BenchOptions {
         case .timers:
             let ids = Double(backends.count + peers.intersection([.nio]).count)
             return Double(max(1, timerFires / 100)) * ids * 0.16 + 0.5
+        case .timercpu:
+            let kinds = Double(backends.subtracting([.libevIOURing]).count + peers.intersection([.nio]).count)
+            let cases = Double(TimerCPUScenario.cases(rates: timerRates, manyLoops: timerLoops,
+                                                      onlyFigures: onlyFigures).count)
+            return rounds * cases * kinds * (timerCPUSeconds + 0.2)
         case .scaling:
             return scalingCounts.reduce(0.0) { sum, n in
                 let operations = Double(max(n, 100_000))

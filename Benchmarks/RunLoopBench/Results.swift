@@ -19,6 +19,8 @@ struct Figure: Sendable {
     /// Backends that have no equivalent of this figure (libev has no main loop): their cell
     /// shows "—", and a Markdown section keeps their column rather than leaving it out.
     var noEquivalent: Set<BackendID> = []
+    /// The latencies a p50 figure's percentiles come from, per backend: what the plots draw.
+    var distribution: [BackendID: Latencies]?
 
     init(id: String, scenario: String, label: String, unit: String, better: Better,
          goal: Goal? = nil) {

@@ -6,9 +6,31 @@ import Synchronization
 
 /// RunLoopKit's `EvRunLoop`: the library under test, driven exactly like the CF backend.
 struct RunLoopKitBackend: Backend {
-    var id: BackendID { .runloopkit }
+    /// Whether its timer loops wait out a deadline awake (`.precise`) instead of the library's
+    /// default, where the kernel wakes the loop at the deadline.
+    var precise = false
+
+    var id: BackendID { precise ? .runloopkitPrecise : .runloopkit }
     /// R42: a repeating timer stays on its original grid.
     var catchUp: CatchUpPolicy { .grid }
+
+    /// Whether this RunLoopKit has `EvRunLoop.timerPrecision` (a local switch until it does).
+    static var precisionSettable: Bool {
+        #if BENCH_TIMER_PRECISION
+        true
+        #else
+        false
+        #endif
+    }
+
+    /// The loop of this thread, in this backend's timer precision.
+    private func timerLoop() -> EvRunLoop {
+        let loop = EvRunLoop.current
+        #if BENCH_TIMER_PRECISION
+        loop.timerPrecision = precise ? .precise : .standard
+        #endif
+        return loop
+    }
 
     func startLoop(onSignal: @escaping @Sendable () -> Void) -> any RunningLoop {
         RunLoopKitRunningLoop(onSignal: onSignal)
@@ -17,7 +39,7 @@ struct RunLoopKitBackend: Backend {
     // MARK: Timer lateness
 
     func runRepeatingTimer(intervalNs: UInt64, recorder: LatenessRecorder) {
-        let loop = EvRunLoop.current
+        let loop = timerLoop()
         let interval = Duration.nanoseconds(intervalNs)
         let fireAt = ContinuousClock.now + interval
         let due = nowNs() + intervalNs
@@ -33,7 +55,7 @@ struct RunLoopKitBackend: Backend {
     /// Like CF's: a one-shot timer is invalidated after its callout (R43), so this is a timer
     /// with a huge interval whose callout sets the next fire date (R44).
     func runRearmedTimer(delayNs: UInt64, recorder: LatenessRecorder) {
-        let loop = EvRunLoop.current
+        let loop = timerLoop()
         let delay = Duration.nanoseconds(delayNs)
         let fireAt = ContinuousClock.now + delay
         let due = nowNs() + delayNs

@@ -15,6 +15,7 @@ struct TableReport {
         "wakeup": "One-way cross-thread wake-up latency",
         "perform": "Cross-thread perform throughput",
         "timers": "Timer lateness",
+        "timercpu": "Timer CPU per fire, beside lateness",
         "scaling": "Timer scaling (add / cancel)",
         "modes": "Mode switching",
         "footprint": "Footprint",
