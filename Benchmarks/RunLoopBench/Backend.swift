@@ -131,7 +131,7 @@ protocol MainLoopBackend: Backend {
 /// Backends measured only in the timer scenarios: RunLoopKit in its other timer precision.
 func timerPrecisionVariants() -> [any Backend] {
     #if canImport(RunLoopKit)
-    RunLoopKitBackend.precisionSettable ? [RunLoopKitBackend(precise: true)] : []
+    [RunLoopKitBackend(precise: true)]
     #else
     []
     #endif

@@ -12,6 +12,8 @@ enum Goal: Sendable, Equatable {
     /// Every one of these ("≤ 1.1× libev, ≤ 0.5× CF"): met when all are, a gap for each one
     /// missed, unmeasured when one of them could not be compared.
     case all([Goal])
+    /// `goal` for another column of RunLoopKit's ("RunLoopKit precise ≤ 20 µs").
+    indirect case of(BackendID, Goal)
 
     /// Whether one run met a goal.
     enum Status: Sendable, Equatable {
@@ -55,12 +57,18 @@ enum Goal: Sendable, Equatable {
         case .atMost(let limit): "≤ \(Self.number(limit))\(Self.shownUnit(unit))"
         case .below(let against): "< \(against.shortTitle)"
         case .all(let goals): goals.map { $0.text(unit: unit) }.joined(separator: ", ")
+        case .of(let subject, let goal): "\(subject.title) \(goal.text(unit: unit))"
         }
     }
 
     /// Whether `figure` (RunLoopKit's value, against another backend's where the goal says so)
     /// meets this goal.
     func status(of figure: Figure) -> Status {
+        if case .of(let subject, let goal) = self {
+            var shifted = figure
+            shifted.values[.runloopkit] = figure.values[subject]
+            return goal.status(of: shifted)
+        }
         guard let value = figure.values[.runloopkit], value.isFinite else { return .unmeasured }
         switch self {
         case .ratioAtMost(let limit, let against), .ratioAtLeast(let limit, let against):
@@ -78,6 +86,8 @@ enum Goal: Sendable, Equatable {
             let unit = Self.shownUnit(figure.unit)
             return .gap("\(TableReport.format(value))\(unit) vs < \(against.shortTitle)'s "
                 + "\(TableReport.format(other))\(unit)")
+        case .of:
+            return .unmeasured  // handled above
         case .all(let goals):
             let statuses = goals.map { $0.status(of: figure) }
             let gaps = statuses.compactMap(\.gap)

@@ -78,9 +78,8 @@ enum HelpText {
           timer.repeat.p50 … .max    1 ms repeating timer lateness, µs
           timer.oneshot.p50 … .max   100 µs re-armed timer lateness, µs
         RunLoopKit is measured in its default timer precision (runloopkit: the \
-        kernel wakes the loop at the deadline) and, where the library has the \
-        setting, with timerPrecision = .precise (runloopkit-precise: the deadline \
-        armed early and waited out awake).
+        kernel wakes the loop at the deadline) and with timerPrecision = .precise \
+        (runloopkit-precise: the deadline armed early and waited out awake).
 
         timercpu: CPU time per timer fire, beside lateness. Repeating timers run on \
         loops of their own, unpinned; after a warm-up the process's CPU time \

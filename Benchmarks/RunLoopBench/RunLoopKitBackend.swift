@@ -14,21 +14,10 @@ struct RunLoopKitBackend: Backend {
     /// R42: a repeating timer stays on its original grid.
     var catchUp: CatchUpPolicy { .grid }
 
-    /// Whether this RunLoopKit has `EvRunLoop.timerPrecision` (a local switch until it does).
-    static var precisionSettable: Bool {
-        #if BENCH_TIMER_PRECISION
-        true
-        #else
-        false
-        #endif
-    }
-
     /// The loop of this thread, in this backend's timer precision.
     private func timerLoop() -> EvRunLoop {
         let loop = EvRunLoop.current
-        #if BENCH_TIMER_PRECISION
         loop.timerPrecision = precise ? .precise : .standard
-        #endif
         return loop
     }
 
