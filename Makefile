@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps bench-deps build test check-traits test-tsan test-asan soak bench gate readme-performance docs clean
+.PHONY: deps bench-deps build test check-traits test-tsan test-asan soak bench gate plot-check readme-performance docs clean
 
 deps:
 	@dpkg -s libev-dev >/dev/null 2>&1 || { \
@@ -10,11 +10,15 @@ deps:
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libev-dev; }
 
 ## The benchmark's instructions scenario counts with valgrind's callgrind (and builds against
-## its client-request header), so the benchmark targets install Debian's valgrind too.
+## its client-request header), and its pictures are drawn with gnuplot, so the benchmark targets
+## install Debian's valgrind and gnuplot-nox too.
 bench-deps: deps
 	@dpkg -s valgrind >/dev/null 2>&1 || { \
 		echo "installing valgrind"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq valgrind; }
+	@dpkg -s gnuplot-nox >/dev/null 2>&1 || { \
+		echo "installing gnuplot-nox"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq gnuplot-nox; }
 
 ## The integrations (RunLoopKitLogging, RunLoopKitMetrics, RunLoopKitServiceLifecycle) are
 ## behind package traits, off for an application; this repository builds and tests them all.
@@ -58,15 +62,26 @@ soak: deps
 ## plan; dropping the plan (it is rebuilt in a second) keeps `make bench` right after a pull.
 BENCH := rm -f Benchmarks/.build/release.yaml && $(SWIFT) run --package-path Benchmarks -c release runloop-bench
 
-## make bench: the standard benchmark set, one table (RunLoopKit vs raw libev vs CFRunLoop).
+## make bench: the standard benchmark set, one table (RunLoopKit vs raw libev vs CFRunLoop) on
+## standard output; the same as JSON and Markdown in bench-results/, with the pictures drawn from
+## that run (SVG) and the data of each beside it.
+BENCH_RESULTS := bench-results
 bench: bench-deps
-	$(BENCH)
+	mkdir -p $(BENCH_RESULTS) && $(BENCH) --json $(BENCH_RESULTS)/results.json --markdown $(BENCH_RESULTS)/results.md --plots $(BENCH_RESULTS)
 
 ## make gate: the CI performance gate (ratios against limits in Benchmarks/gate.json).
 gate: bench-deps
 	$(BENCH) gate
 
-## make readme-performance: rerun the benchmark and rewrite the README's performance section.
+## make plot-check: CI's check of the pictures, on a short run of the scenarios they come from (a
+## few instruction counts only): fails when a picture, or a backend's curve in it, is missing.
+plot-check: bench-deps
+	$(BENCH) wakeup timers timercpu instructions --quick --operations wakeup actorhop \
+		--plots .build-plots > /dev/null
+
+## make readme-performance: rerun the benchmark, rewrite the README's performance section and draw
+## its pictures (checked in under Sources/RunLoopKit/RunLoopKit.docc/Resources/performance, where the
+## DocC Performance page shows them too).
 readme-performance: bench-deps
 	Benchmarks/update-readme.sh
 
@@ -88,5 +103,5 @@ docs: deps
 
 ## make clean: every scratch folder these targets create, nested packages' included.
 clean:
-	rm -rf .build .build-tsan .build-asan $(DOCS_SCRATCH) Benchmarks/.build
+	rm -rf .build .build-tsan .build-asan .build-plots $(DOCS_SCRATCH) Benchmarks/.build $(BENCH_RESULTS)
 	find . -mindepth 2 -name .build -type d -prune -exec rm -rf {} +

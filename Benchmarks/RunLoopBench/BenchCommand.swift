@@ -30,9 +30,17 @@ struct RunCommand: ParsableCommand {
     @Option(help: "Also write the results table as Markdown (the README's performance section) to this file.")
     var markdown: String?
 
+    @Option(help: "Also draw the results' pictures (SVG, with gnuplot) into this folder, each beside its data; exit 1 if one lacks an expected curve.")
+    var plots: String?
+
+    @Option(help: "Also write the pictures' section of the DocC Performance page to this file (with --plots).")
+    var doccPlots: String?
+
     mutating func run() throws {
         options.resolve(defaultScalingCounts: [1000, 10_000, 100_000, 1_000_000])
         let chosen = scenarios.isEmpty ? ScenarioID.allCases : scenarios
+        // Before measuring, so that a missing gnuplot stops the run at once.
+        let renderer = try plots.map { try PlotRenderer.make(directory: $0) }
         let start = nowNs()
         let results = options.measure(chosen)
         Progress.shared.end()
@@ -43,10 +51,25 @@ struct RunCommand: ParsableCommand {
             try JSONReport(results: results).write(to: json)
             log("wrote \(json)")
         }
+        var problems: [String] = []
+        var pages: PlotPages?
+        if let plots, let renderer {
+            let specs = options.plots(for: chosen)
+            problems = renderer.draw(specs, from: results, expected: options.expectedCurves)
+            let drawn = PlotPages(specs: specs, folder: plots)
+            pages = drawn
+            log("plots: \(specs.count) pictures and their data in \(plots)")
+            if let doccPlots {
+                try drawn.docc().write(toFile: doccPlots, atomically: true, encoding: .utf8)
+                log("wrote \(doccPlots)")
+            }
+        }
         if let markdown {
-            try report.markdown().write(toFile: markdown, atomically: true, encoding: .utf8)
+            try report.markdown(plots: pages).write(toFile: markdown, atomically: true, encoding: .utf8)
             log("wrote \(markdown)")
         }
+        for problem in problems { log("plots: MISSING \(problem)") }
+        if !problems.isEmpty { throw ExitCode.failure }
     }
 }
 

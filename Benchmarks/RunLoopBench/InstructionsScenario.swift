@@ -214,7 +214,7 @@ struct InstructionsScenario {
         return process.terminationStatus == 0 ? copy : nil
     }
 
-    private static func which(_ name: String) -> String? {
+    static func which(_ name: String) -> String? {
         let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
         return paths.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }

@@ -107,15 +107,16 @@ struct TableReport {
         return out.joined(separator: "\n") + "\n"
     }
 
-    /// Markdown: a heading and a table per scenario, then the notes; meant to be pasted into
-    /// (or generated as) the README's performance section.
-    func markdown() -> String {
+    /// Markdown: a heading and a table per scenario (after its pictures, if `plots` has any),
+    /// then the notes; meant to be pasted into (or generated as) the README's performance section.
+    func markdown(plots: PlotPages? = nil) -> String {
         var out = ["## Performance", "", context(), ""]
         for (scenario, figures) in sections {
             let columns = columns(for: figures)
             let header = header(columns)
             out.append("### \(Self.scenarioTitles[scenario] ?? scenario)")
             out.append("")
+            out.append(contentsOf: plots?.readme(scenario) ?? [])
             out.append("| " + header.joined(separator: " | ") + " |")
             out.append("|" + header.indices.map { i in
                 i < 2 || (columns.goal && i >= header.count - 2) ? " --- |" : " ---: |"

@@ -35,7 +35,8 @@ enum TimerLoopKind: Sendable {
             let t0 = nowNs()
             let threads = recorders.enumerated().map { i, recorder in
                 let at = t0 + UInt64(i) * gap
-                if nowNs() < at { pause(ns: at - nowNs()) }
+                let now = nowNs()
+                if now < at { pause(ns: at - now) }
                 return BenchThread(stackSize: 512 << 10) {
                     backend.runRepeatingTimer(intervalNs: intervalNs, recorder: recorder)
                 }
