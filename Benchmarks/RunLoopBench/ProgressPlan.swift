@@ -48,7 +48,7 @@ extension BenchOptions {
                 Double(["wakeup.p", "wakeup.samecpu.p", "wakeup.crosscpu.p"]
                     .filter { p in only.keys.contains { $0.hasPrefix(p) } }.count)
             } ?? (Pinning.shared.isAvailable ? 3 : 1)
-            return layouts * (rounds * Double(wakeups) + 200) * (looping + Double(peers.count)) * 0.00033 + 1
+            return layouts * (rounds * Double(wakeups) + 200) * (looping + Double(peers.count)) * 0.00045 + 1
         case .perform:
             return rounds * 1.05 * Double(performItems) * looping * 0.9e-6 + 1
         case .timers:
@@ -72,13 +72,15 @@ extension BenchOptions {
         case .mainqueue:
             return (rounds * Double(mainQueueBlocks) + 200) * 2 * 0.00035
         case .actorhop:
-            return (rounds * Double(hops) + 200) * Double(backends.contains(.runloopkit) ? 2 : 1 + peers.count) * 0.00035
+            let defaultActor = self.backends.isEmpty || self.backends.contains(.defaultActor)
+            let targets = (backends.contains(.runloopkit) ? 1 : 0) + (defaultActor ? 1 : 0) + peers.count
+            return (rounds * Double(hops) + 200) * Double(targets) * 0.00035
         case .stallmonitor:
             return backends.contains(.runloopkit) ? rounds * (quick ? 0.3 : 2.2) : 0
         case .instructions:
             let jobs = InstructionsScenario(backends: backends.union(peers), quick: quick,
                                             onlyFigures: onlyFigures, operations: operations).jobCount
-            return Double(jobs) * (quick ? 5 : 8) / 2
+            return Double(jobs) * (quick ? 1.6 : 2)
         }
     }
 }
