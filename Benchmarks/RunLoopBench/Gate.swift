@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 
 /// `runloop-bench gate`: the CI performance gate. Measures the scenarios its limits refer to
-/// (gate.json covers the ones that matter for regressions: wakeup, perform, timers, scaling
-/// at N = 1e5) and checks RATIOS from the same run (never absolute times) against the
+/// (gate.json covers the ones that matter for regressions: wakeup, perform, timers, timercpu,
+/// scaling at N = 1e5, footprint, actorhop, instructions) and checks RATIOS from the same run (never absolute times) against the
 /// limits in Benchmarks/gate.json. A limit that fails is re-measured (its scenario is run
 /// again) up to `--retries` times; the gate fails only if it fails every time.
 struct GateCommand: ParsableCommand {

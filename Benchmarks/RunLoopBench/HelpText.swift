@@ -208,7 +208,8 @@ enum HelpText {
 
     static let gate = """
         Runs the scenarios that gate.json's limits refer to (wakeup unpinned, \
-        perform, timers, scaling at N = 1e5, and the instruction counts it names), \
+        perform, timers, timercpu's 100 loops × 100 Hz, scaling at N = 1e5, \
+        footprint, actorhop, and the instruction counts it names), \
         measuring only the backends compared, then checks \
         each limit: the ratio subject/against of a figure from this same run \
         (subject: runloopkit unless the file says otherwise) must stay ≤ max, or ≥ \
