@@ -119,8 +119,18 @@ struct InstructionsScenario {
         return jobs
     }
 
-    /// How many children a run counts in (for the progress line's estimate).
-    var jobCount: Int { jobs().count }
+    /// Roughly how long the children take, two at a time (for the progress line's estimate):
+    /// seconds per child, measured on the 2-core machine; populations make some children longer.
+    var expectedSeconds: Double {
+        jobs().reduce(0.0) { sum, job in
+            let seconds: Double = switch job.operation {
+            case .blocksStep, .timerModes: 7
+            case .timerAdd, .timerCancel: 3.5
+            default: 2.3
+            }
+            return sum + (quick ? 0.7 : 1) * seconds
+        }
+    }
 
     /// Short and long run lengths of `job`.
     private func counts(_ job: Job) -> (Int, Int) {

@@ -68,19 +68,18 @@ extension BenchOptions {
         case .modes:
             return rounds * modeCounts.reduce(0.0) { $0 + looping * (Double(modeSwitches) * 1e-6 + Double($1) * 4e-6 + 0.01) }
         case .footprint:
-            return 5 * footprintLoops.reduce(0.0) { $0 + (looping + 1) * (0.35 + Double($1) * 1e-4) }
+            return 5 * footprintLoops.reduce(0.0) { $0 + (looping + 1) * (0.6 + Double($1) * 1.5e-4) }
         case .mainqueue:
-            return (rounds * Double(mainQueueBlocks) + 200) * 2 * 0.00035
+            return (rounds * Double(mainQueueBlocks) + 200) * 2 * 0.00135
         case .actorhop:
             let defaultActor = self.backends.isEmpty || self.backends.contains(.defaultActor)
             let targets = (backends.contains(.runloopkit) ? 1 : 0) + (defaultActor ? 1 : 0) + peers.count
-            return (rounds * Double(hops) + 200) * Double(targets) * 0.00035
+            return (rounds * Double(hops) + 200) * Double(targets) * 0.00053
         case .stallmonitor:
             return backends.contains(.runloopkit) ? rounds * (quick ? 0.3 : 2.2) : 0
         case .instructions:
-            let jobs = InstructionsScenario(backends: backends.union(peers), quick: quick,
-                                            onlyFigures: onlyFigures, operations: operations).jobCount
-            return Double(jobs) * (quick ? 1.6 : 2)
+            return InstructionsScenario(backends: backends.union(peers), quick: quick,
+                                        onlyFigures: onlyFigures, operations: operations).expectedSeconds
         }
     }
 }
