@@ -47,6 +47,7 @@ struct RunCommand: ParsableCommand {
         log("all done in \(String(format: "%.1f", Double(nowNs() - start) / 1e9)) s")
         let report = TableReport(results: results)
         print(report.text(), terminator: "")
+        fflush(nil)  // the whole table out before more lines on standard error
         if let json {
             try JSONReport(results: results).write(to: json)
             log("wrote \(json)")

@@ -71,6 +71,7 @@ struct GateCommand: ParsableCommand {
         Progress.shared.end()
         print(TableReport(results: results).text())
         print(GateVerdict.report(verdicts), terminator: "")
+        fflush(nil)  // the whole report out before more lines on standard error
         log("gate: done in \(String(format: "%.1f", Double(nowNs() - start) / 1e9)) s")
         if let json { try JSONReport(results: results, gate: verdicts).write(to: json) }
         if verdicts.contains(where: { !$0.passed }) { throw ExitCode.failure }
