@@ -286,7 +286,7 @@ struct InstructionsScenario {
     }
 
     /// `instructions.timer-modes.growth`: per mode at the most modes ÷ per mode at the fewest,
-    /// per backend. Near 1 while an invalidate costs O(the item's modes) (issue 11's cliff).
+    /// per backend. Near 1 while an invalidate costs O(the item's modes); far above 1 is a cliff.
     private func modesGrowth(_ results: [Job: Double]) -> Figure? {
         guard let low = Self.modeCounts.first, let high = Self.modeCounts.last else { return nil }
         var figure = Figure(

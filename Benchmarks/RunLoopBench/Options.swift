@@ -2,7 +2,7 @@ import ArgumentParser
 import BenchLibev
 import Foundation
 
-/// The scenarios of issues #3 and #4, in the order the standard run measures them.
+/// The scenarios, in the order the standard run measures them.
 enum ScenarioID: String, CaseIterable, ExpressibleByArgument, Sendable {
     case wakeup, perform, timers, timercpu, scaling, modes, footprint, mainqueue, actorhop, stallmonitor, instructions
 
@@ -110,7 +110,9 @@ struct BenchOptions: ParsableArguments {
     /// the timer scenarios RunLoopKit's other timer precision too.
     func selectedBackends(for scenario: ScenarioID? = nil) -> [any Backend] {
         var all = availableBackends()
-        if let scenario, [.timers, .timercpu].contains(scenario) { all.insert(contentsOf: timerPrecisionVariants(), at: min(1, all.count)) }
+        if let scenario, [.timers, .timercpu].contains(scenario) {
+            all.insert(contentsOf: timerPrecisionVariants(), at: min(1, all.count))
+        }
         return backends.isEmpty ? all : all.filter { backends.contains($0.id) }
     }
 

@@ -3,7 +3,7 @@ import Glibc
 import RunLoopKit
 import Synchronization
 
-/// Issue 5's stall monitor, what it costs (RunLoopKit only; CF and libev have no monitor).
+/// The stall monitor, what it costs (RunLoopKit only; CF and libev have no monitor).
 /// Busy: a loop whose source signals itself runs `iterations` iterations, without and with an
 /// `EvStallMonitor` attached; ns per iteration and the difference. Idle: a loop asleep for
 /// `idle`, with a monitor attached; the process's CPU time meanwhile minus the same without a

@@ -72,7 +72,7 @@ struct WakeupScenario {
             goals: gated ? Self.goals : [:])
     }
 
-    /// Issue 11's targets for the unpinned run: within 1.1× libev's median and 1.25× its p99,
+    /// The targets for the unpinned run: within 1.1× libev's median and 1.25× its p99,
     /// twice as fast as CF at the median, and no slower than SwiftNIO's `execute`.
     static let goals: [String: Goal] = [
         "p50": .all([.ratioAtMost(1.1, against: .libev), .ratioAtMost(0.5, against: .cf), .ratioAtMost(1, against: .nio)]),
