@@ -15,7 +15,7 @@ trap 'rm -f "$section" "$pictures"' EXIT
 rm -f Benchmarks/.build/release.yaml  # see the Makefile's BENCH
 rm -f "$plots"/*.svg "$plots"/*.dat
 swift run --package-path Benchmarks -c release runloop-bench \
-    --markdown "$section" --plots "$plots" --docc-plots "$pictures" "$@"
+    --markdown "$section" --plots "$plots" --plot-links "$plots" --docc-plots "$pictures" "$@"
 # Replaces the lines between the markers named $1 in file $2 with the contents of file $3.
 splice() {
     awk -v begin="<!-- $1:BEGIN" -v end="<!-- $1:END" -v part="$3" '

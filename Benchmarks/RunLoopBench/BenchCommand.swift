@@ -36,6 +36,9 @@ struct RunCommand: ParsableCommand {
     @Option(help: "Also write the pictures' section of the DocC Performance page to this file (with --plots).")
     var doccPlots: String?
 
+    @Option(help: "How the Markdown links the pictures' folder (default: its path from the Markdown file's folder).")
+    var plotLinks: String?
+
     mutating func run() throws {
         options.resolve(defaultScalingCounts: [1000, 10_000, 100_000, 1_000_000])
         let chosen = scenarios.isEmpty ? ScenarioID.allCases : scenarios
@@ -57,7 +60,7 @@ struct RunCommand: ParsableCommand {
         if let plots, let renderer {
             let specs = options.plots(for: chosen)
             problems = renderer.draw(specs, from: results, expected: options.expectedCurves)
-            let drawn = PlotPages(specs: specs, folder: plots)
+            let drawn = PlotPages(specs: specs, folder: plotLinks ?? PlotPages.link(to: plots, from: markdown))
             pages = drawn
             log("plots: \(specs.count) pictures and their data in \(plots)")
             if let doccPlots {
