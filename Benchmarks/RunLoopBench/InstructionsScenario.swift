@@ -243,8 +243,9 @@ struct InstructionsScenario {
     ]
 
     private static let goals: [InstructionOperation: Goal] = [
-        .wakeup: .all([.ratioAtMost(1.5, against: .libev), .below(.cf), .below(.nio)]),
-        .wakeupTimer: .all([.ratioAtMost(1.5, against: .libev), .below(.cf)]),
+        .wakeup: .all([.ratioAtMost(1.3, against: .libev), .below(.cf), .below(.nio)]),
+        .wakeupTimer: .all([.ratioAtMost(1.3, against: .libev), .below(.cf)]),
+        .wakeupDescriptor: .ratioAtMost(1.3, against: .libev),
         .perform: .ratioAtMost(1.5, against: .libev),
         .actorhop: .ratioAtMost(1, against: .nio),
     ]

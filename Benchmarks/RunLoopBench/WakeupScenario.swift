@@ -72,11 +72,11 @@ struct WakeupScenario {
             goals: gated ? Self.goals : [:])
     }
 
-    /// The targets for the unpinned run: within 1.1× libev's median and 1.25× its p99,
+    /// The targets for the unpinned run: within 1.05× libev's median and 1.2× its p99,
     /// twice as fast as CF at the median, and no slower than SwiftNIO's `execute`.
     static let goals: [String: Goal] = [
-        "p50": .all([.ratioAtMost(1.1, against: .libev), .ratioAtMost(0.5, against: .cf), .ratioAtMost(1, against: .nio)]),
-        "p99": .ratioAtMost(1.25, against: .libev),
+        "p50": .all([.ratioAtMost(1.05, against: .libev), .ratioAtMost(0.5, against: .cf), .ratioAtMost(1, against: .nio)]),
+        "p99": .ratioAtMost(1.2, against: .libev),
     ]
 
     /// One wake-up: pause so the loop is asleep, trigger, wait for the callout; trigger →
