@@ -67,17 +67,17 @@ struct PlotSpec: Sendable {
                     + "backend never waits less than a millisecond, which its curve shows.",
                  scenario: .timers, kind: .percentiles(figure: "timer.oneshot.p50", ylabel: "lateness (µs)"),
                  candidates: timerKinds + [.libevIOURing]),
+        PlotSpec(name: "timer-cpu", title: "CPU time per timer fire",
+                 reading: "CPU time (user + system, the whole process) per timer callout: on the left for one "
+                    + "loop at each timer rate, on the right for \(timerLoops) loops at 100 Hz each; lower is better, "
+                    + "and libev's plain ev_timer is the baseline.",
+                 scenario: .timercpu, kind: .timerCPU, candidates: timerKinds),
         PlotSpec(name: "timer-lateness-loops", title: "Timer lateness, \(timerLoops) loops × 100 Hz in one process",
                  reading: "Lateness of every callout of \(timerLoops) loops, each with a 100 Hz timer, in one "
                     + "process, by percentile: the same run as the CPU figures beside it.",
                  scenario: .timercpu,
                  kind: .percentiles(figure: "timercpu.\(timerLoops)x100hz.p50", ylabel: "lateness (µs)"),
                  candidates: timerKinds),
-        PlotSpec(name: "timer-cpu", title: "CPU time per timer fire",
-                 reading: "CPU time (user + system, the whole process) per timer callout: on the left for one "
-                    + "loop at each timer rate, on the right for \(timerLoops) loops at 100 Hz each; lower is better, "
-                    + "and libev's plain ev_timer is the baseline.",
-                 scenario: .timercpu, kind: .timerCPU, candidates: timerKinds),
         PlotSpec(name: "instructions", title: "Instructions per operation (callgrind, all threads)",
                  reading: "Instructions per operation, one bar per backend with an equivalent, on a "
                     + "logarithmic axis: each step up is ten times as many; a missing bar means no equivalent.",
