@@ -74,7 +74,7 @@ struct PlotSpec: Sendable {
                  scenario: .timercpu, kind: .timerCPU, candidates: timerKinds),
         PlotSpec(name: "timer-lateness-loops", title: "Timer lateness, \(timerLoops) loops × 100 Hz in one process",
                  reading: "Lateness of every callout of \(timerLoops) loops, each with a 100 Hz timer, in one "
-                    + "process, by percentile: the same run as the CPU figures beside it.",
+                    + "process, by percentile, from the same windows as the CPU figures.",
                  scenario: .timercpu,
                  kind: .percentiles(figure: "timercpu.\(timerLoops)x100hz.p50", ylabel: "lateness (µs)"),
                  candidates: timerKinds),
