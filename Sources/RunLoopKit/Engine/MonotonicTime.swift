@@ -34,8 +34,22 @@ struct MonotonicTime: Comparable, Hashable, Sendable {
         return overflow ? (delta < 0 ? MonotonicTime(nanoseconds: .min) : .distantFuture) : MonotonicTime(nanoseconds: sum)
     }
 
-    // One pair of readings taken together maps ContinuousClock instants to this clock.
-    private static let reference: (instant: ContinuousClock.Instant, time: MonotonicTime) = (ContinuousClock.now, .now())
+    // One pair of readings taken together maps ContinuousClock instants to this clock: the
+    // instant between two readings of this clock, from the closest of a few tries, so that a
+    // thread preempted between two readings cannot shift every converted date.
+    private static let reference: (instant: ContinuousClock.Instant, time: MonotonicTime) = {
+        var best: (instant: ContinuousClock.Instant, time: MonotonicTime, window: Int64)?
+        for _ in 0..<8 {
+            let before = MonotonicTime.now()
+            let instant = ContinuousClock.now
+            let after = MonotonicTime.now()
+            let window = after.nanoseconds &- before.nanoseconds
+            if best.map({ window < $0.window }) ?? true {
+                best = (instant, MonotonicTime(nanoseconds: before.nanoseconds &+ window / 2), window)
+            }
+        }
+        return (best!.instant, best!.time)
+    }()
 
     init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
 

@@ -85,7 +85,8 @@ import TestSupport
     }
 
     /// R44, C75: a timer re-dated from another thread while the loop sleeps until a far
-    /// deadline moves that sleep's deadline; the loop wakes at the new date, once.
+    /// deadline moves that sleep's deadline at once, and the timer fires at the new date. (The
+    /// re-date also wakes the loop, C75, which then plans the same date again.)
     @Test func R44_C75_aDateMovedFromAnotherThreadMovesTheSleep() {
         let clock = VirtualWaiter(policy: .manual)
         let fired = Box<ContinuousClock.Instant?>(nil)
@@ -102,7 +103,6 @@ import TestSupport
         clock.advance(by: .seconds(5))
         #expect(finished.wait())
         #expect(fired.get == start + .seconds(5))
-        #expect(clock.sleepCount == 1)
         _ = loop
     }
 
