@@ -62,26 +62,6 @@ extension EvBackend {
         }
     }
 
-    /// Whether `fd` is an epoll instance ("anon_inode:[eventpoll]" in /proc/self/fd), read into
-    /// a stack buffer like ``backendDescriptor(expected:holding:)``.
-    static func isEpollInstance(_ fd: Int32) -> Bool {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buffer -> Bool in
-            var length = 0
-            let prefix: StaticString = "/proc/self/fd/"
-            prefix.withUTF8Buffer { bytes in
-                for byte in bytes { buffer[length] = byte; length += 1 }
-            }
-            length += writeDecimal(fd, into: UnsafeMutableBufferPointer(rebasing: buffer[length...]))
-            buffer[length] = 0
-            let target: StaticString = "anon_inode:[eventpoll]"
-            return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { link -> Bool in
-                let count = buffer.withMemoryRebound(to: CChar.self) { readlink($0.baseAddress!, link.baseAddress!, link.count) }
-                guard count == target.utf8CodeUnitCount else { return false }
-                return target.withUTF8Buffer { bytes in bytes.indices.allSatisfy { UInt8(bitPattern: link[$0]) == bytes[$0] } }
-            }
-        }
-    }
-
     /// Writes `value` (not negative) in decimal at the start of `buffer`; returns how many bytes.
     private static func writeDecimal(_ value: Int32, into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
         var digits = 0

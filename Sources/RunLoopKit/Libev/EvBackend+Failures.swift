@@ -122,19 +122,19 @@ extension EvBackend {
     /// The message for a refusal libev would assert on, or `nil` (see
     /// ``checkOwnDescriptorOrStop(_:call:)``).
     private func ownDescriptorRefusal(_ fd: Int32, call: String) -> String? {
+        // Until libev's epoll set is known (the loop's creation), a set of the probe's own.
+        let probe = backendFD >= 0 ? backendFD : retryingEINTR { epoll_create1(Int32(EPOLL_CLOEXEC)) }
+        defer { if probe != backendFD && probe >= 0 { close(probe) } }
         var error: Int32 = 0
-        if backendFD >= 0 {
+        if probe >= 0 {
             var event = epoll_event()
             event.events = EPOLLIN.rawValue
             event.data.u64 = UInt64(UInt32(bitPattern: fd))
-            if retryingEINTR({ epoll_ctl(backendFD, EPOLL_CTL_ADD, fd, &event) }) == 0 {
-                if retryingEINTR({ epoll_ctl(backendFD, EPOLL_CTL_DEL, fd, &event) }) != 0 { error = errno }
+            if retryingEINTR({ epoll_ctl(probe, EPOLL_CTL_ADD, fd, &event) }) == 0 {
+                if retryingEINTR({ epoll_ctl(probe, EPOLL_CTL_DEL, fd, &event) }) != 0 { error = errno }
             } else {
                 error = errno
             }
-            // While the loop is made, the set probed is only likely libev's: another thread's,
-            // closed meanwhile, is no refusal of this descriptor.
-            if error != 0 && !backendFDConfirmed && fcntl(fd, F_GETFD) >= 0 && !Self.isEpollInstance(backendFD) { error = 0 }
         } else if fcntl(fd, F_GETFD) < 0 {
             error = errno
         }

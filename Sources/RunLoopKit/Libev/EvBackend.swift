@@ -42,8 +42,6 @@ final class EvBackend: LoopWaiter {
     let reasons: UnsafeMutablePointer<UInt32>
     /// libev's epoll descriptor, or -1 if it could not be told (see ``backendDescriptor(expected:holding:)``).
     var backendFD: Int32 = -1
-    /// ``backendFD`` is known to be libev's set (it holds the loop's eventfd), not only likely.
-    var backendFDConfirmed = false
     private(set) var destroyed = false
     /// The deadline: what was asked for, what the timerfd holds (see ``DeadlineState``). Changed
     /// by the loop's thread, and by other threads only with the loop's lock and
@@ -139,9 +137,6 @@ final class EvBackend: LoopWaiter {
             // The watcher holds the eventfd: no lookup of the backend, no retain and release of it.
             WakeSignal.drain(watcher.pointee.fd)
         }, wake.descriptor, Int32(EV_READ))
-        // Until libev's set holds the eventfd, `expected` is only likely libev's epoll set: the
-        // probe of checkOwnDescriptor(_:call:) uses it, adding and removing at once.
-        if Self.isEpollInstance(expected) { backendFD = expected }
         do {
             try startFirstWatcher()
         } catch {
@@ -150,8 +145,7 @@ final class EvBackend: LoopWaiter {
         }
         // Known only now that libev's epoll set holds the wake-up eventfd (see below).
         backendFD = Self.backendDescriptor(expected: expected, holding: wake.descriptor)
-        backendFDConfirmed = backendFD >= 0
-        if backendFDConfirmed { InternalDescriptors.insert(backendFD) }
+        if backendFD >= 0 { InternalDescriptors.insert(backendFD) }
     }
 
     /// Starts the wake-up watcher and has libev register it now (libev calls `epoll_ctl` for a
