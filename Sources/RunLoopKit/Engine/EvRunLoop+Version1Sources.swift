@@ -6,8 +6,8 @@ extension EvRunLoop {
     ///
     /// - Precondition: the source is not in another run loop; for an ``EvSignalSource``, no
     ///   other run loop watches the same signal.
-    public func add(_ source: any EvVersion1Source, forMode mode: Mode) {
-        let core = source.source1Core(for: "EvRunLoop.add(_:forMode:)")
+    public func add(_ source: EvVersion1Source, forMode mode: Mode) {
+        let core = source.source1Core
         let onOwnThread = ThreadRegistry.existingLoop() === self
         let added: Bool = state.withLock { state in
             guard !state.isDead, core.isValid else { return false }
@@ -22,8 +22,8 @@ extension EvRunLoop {
 
     /// Removes a version-1 source from `mode` (for ``Mode/common``, from the common items and every
     /// common mode, R14). No handler of it runs for this mode afterwards. Safe from any thread.
-    public func remove(_ source: any EvVersion1Source, forMode mode: Mode) {
-        let core = source.source1Core(for: "EvRunLoop.remove(_:forMode:)")
+    public func remove(_ source: EvVersion1Source, forMode mode: Mode) {
+        let core = source.source1Core
         state.withLock { state in
             let wasCommon = mode == .common && !state.commonSource1s.isEmpty && state.commonSource1s.removeValue(forKey: ObjectIdentifier(core)) != nil
             guard mode != .common || wasCommon else { return }
@@ -36,8 +36,8 @@ extension EvRunLoop {
 
     /// Whether a version-1 source is in `mode` of this loop; for ``Mode/common``, whether it was
     /// added to the common items.
-    public func contains(_ source: any EvVersion1Source, forMode mode: Mode) -> Bool {
-        let core = source.source1Core(for: "EvRunLoop.contains(_:forMode:)")
+    public func contains(_ source: EvVersion1Source, forMode mode: Mode) -> Bool {
+        let core = source.source1Core
         return state.withLock { state in
             if mode == .common { return state.commonSource1s[ObjectIdentifier(core)] != nil }
             return core.state.withLock { $0.loop === self && $0.modes.contains(mode) }

@@ -22,7 +22,9 @@ import Musl
 /// ready. A run loop's own descriptors cannot be watched: the initialiser refuses them, and a
 /// number that became one after the source was made is reported with ``Readiness/error`` when
 /// watched.
-public final class EvFileDescriptorSource: EvVersion1Source, Version1SourceCoreProviding {
+///
+/// `@unchecked Sendable` as its superclass is: every field is a constant of a `Sendable` type.
+public final class EvFileDescriptorSource: EvVersion1Source, @unchecked Sendable {
     /// What a descriptor is ready for.
     public struct Readiness: OptionSet, Sendable, Hashable {
         public let rawValue: Int32
@@ -40,8 +42,6 @@ public final class EvFileDescriptorSource: EvVersion1Source, Version1SourceCoreP
     public let fileDescriptor: Int32
     /// The readiness watched for.
     public let events: Readiness
-    /// The engine part of this source (internal; see ``EvVersion1Source``).
-    let source1Core: EvSource1Core
 
     /// A source for `fileDescriptor` becoming ready for `events`.
     ///
@@ -67,12 +67,12 @@ public final class EvFileDescriptorSource: EvVersion1Source, Version1SourceCoreP
         self.fileDescriptor = fileDescriptor
         self.events = events.intersection([.readable, .writable])
         let kind = EvSource1Core.Kind.fileDescriptor(fileDescriptor, events: self.events.rawValue, file: file)
-        source1Core = EvSource1Core(kind: kind, order: order) { core, events in
+        super.init(core: EvSource1Core(kind: kind, order: order) { core, events in
             let readiness = Readiness(rawValue: events)
             handler(readiness)
             if readiness.contains(.error) { core.invalidate() }
             return false
-        }
+        })
     }
 
     /// Whether the source can still fire.

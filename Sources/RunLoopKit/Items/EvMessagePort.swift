@@ -18,13 +18,13 @@ import Synchronization
 /// (which handles one message per iteration) gets ``EvSourceError/portFull(capacity:)`` instead
 /// of growing the queue without bound; the message is then not queued, and the sender decides
 /// whether to retry once the loop caught up, slow down, or drop it.
-public final class EvMessagePort<Message: Sendable>: EvVersion1Source, Version1SourceCoreProviding {
+///
+/// `@unchecked Sendable` as its superclass is: every field is a constant of a `Sendable` type.
+public final class EvMessagePort<Message: Sendable>: EvVersion1Source, @unchecked Sendable {
     /// How many messages a port holds by default before ``send(_:)`` throws
     /// ``EvSourceError/portFull(capacity:)``.
     public static var defaultCapacity: Int { 65_536 }
 
-    /// The engine part of this source (internal; see ``EvVersion1Source``).
-    let source1Core: EvSource1Core
     private let queue: PortQueue<Message>
 
     /// A port whose `handler` runs on the loop's thread for each message, in the order sent.
@@ -39,14 +39,14 @@ public final class EvMessagePort<Message: Sendable>: EvVersion1Source, Version1S
         require(capacity > 0, "EvMessagePort.init(capacity:order:handler:): capacity must be greater than zero (got \(capacity))")
         let queue = PortQueue<Message>(capacity: capacity)
         self.queue = queue
-        source1Core = EvSource1Core(
+        super.init(core: EvSource1Core(
             kind: .port, order: order,
             perform: { _, _ in
                 guard let (message, more) = queue.takeFirst() else { return false }
                 handler(message)
                 return more
             },
-            hasPendingWork: { queue.count > 0 })
+            hasPendingWork: { queue.count > 0 }))
     }
 
     /// Queues `message` for the loop's thread and wakes the loop. Safe from any thread; a port

@@ -31,11 +31,11 @@ import Musl
 ///   `EvRunLoop.add(_:forMode:)`;
 /// - the other order cannot be detected: a `ServiceGroup` (or any `DispatchSource`) that traps a
 ///   signal after a source was added takes it over, and the source receives nothing more.
-public final class EvSignalSource: EvVersion1Source, Version1SourceCoreProviding {
+///
+/// `@unchecked Sendable` as its superclass is: every field is a constant of a `Sendable` type.
+public final class EvSignalSource: EvVersion1Source, @unchecked Sendable {
     /// The signal number.
     public let signal: Int32
-    /// The engine part of this source (internal; see ``EvVersion1Source``).
-    let source1Core: EvSource1Core
 
     /// A source for `signal`.
     ///
@@ -48,10 +48,10 @@ public final class EvSignalSource: EvVersion1Source, Version1SourceCoreProviding
     public init(signal: Int32, order: Int = 0, handler: @escaping @Sendable () -> Void) throws(EvSourceError) {
         guard Self.canWatch(signal) else { throw .invalidSignal(signal) }
         self.signal = signal
-        source1Core = EvSource1Core(kind: .signal(signal), order: order) { _, _ in
+        super.init(core: EvSource1Core(kind: .signal(signal), order: order) { _, _ in
             handler()
             return false
-        }
+        })
     }
 
     /// Whether a source can watch `signal`: a standard signal that can be caught, or a

@@ -8,26 +8,15 @@ import Synchronization
 /// waits (R37); at most one version-1 source is handled per iteration and it counts as a handled
 /// source for `returnAfterSourceHandled` (R38); like any source it keeps its modes from being
 /// empty (R16). The version-1 sources are RunLoopKit's own: ``EvFileDescriptorSource``,
-/// ``EvMessagePort`` and ``EvSignalSource``. The protocol names what they have in common; the
-/// engine part behind them is internal, so a type of another module that conforms cannot be
-/// added (adding it stops with a message naming the call).
-public protocol EvVersion1Source: AnyObject, Sendable {}
+/// ``EvMessagePort`` and ``EvSignalSource`` are its subclasses. It cannot be subclassed outside
+/// the library, since the engine part behind each one is internal.
+///
+/// `@unchecked Sendable`: its one field is a constant of a `Sendable` type.
+public class EvVersion1Source: @unchecked Sendable {
+    /// The engine part of this source.
+    let source1Core: EvSource1Core
 
-/// How the engine reaches the engine part of a version-1 source: only RunLoopKit's own source
-/// types conform.
-protocol Version1SourceCoreProviding: EvVersion1Source {
-    var source1Core: EvSource1Core { get }
-}
-
-extension EvVersion1Source {
-    /// The engine part of this source; stops with a message naming `call` for a type that is
-    /// not one of RunLoopKit's version-1 sources.
-    func source1Core(for call: StaticString) -> EvSource1Core {
-        guard let provider = self as? any Version1SourceCoreProviding else {
-            fatalError("\(call): \(type(of: self)) is not one of RunLoopKit's version-1 sources (EvFileDescriptorSource, EvMessagePort, EvSignalSource)")
-        }
-        return provider.source1Core
-    }
+    init(core: EvSource1Core) { source1Core = core }
 }
 
 /// The engine part shared by every version-1 source.

@@ -166,17 +166,3 @@ import TestSupport
         #expect(result == .handledSource)
     }
 }
-
-/// A type of another module that claims to be a version-1 source: it has no engine part.
-private final class ForeignVersion1Source: EvVersion1Source {}
-
-/// The version-1 sources are RunLoopKit's own: the engine part behind them is internal.
-@Suite struct Version1SourceSetTests {
-    @Test func aForeignConformerCannotBeAddedAndTheMessageSaysWhich() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            onLoopThread { loop in loop.add(ForeignVersion1Source(), forMode: .default) }
-        }
-        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(message.contains("EvRunLoop.add(_:forMode:): ForeignVersion1Source is not one of RunLoopKit's version-1 sources"))
-    }
-}
