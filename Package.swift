@@ -51,7 +51,8 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopKitTests",
-            dependencies: ["RunLoopKit", "CEpoll", "MainLoopHarness", "AsyncMainHarness", "FaultHarness", "TestSupport"],
+            // CLibev: the EvLibevSource tests start libev watchers as a libev library would.
+            dependencies: ["RunLoopKit", "CEpoll", "CLibev", "MainLoopHarness", "AsyncMainHarness", "FaultHarness", "TestSupport"],
             path: "Tests/RunLoopKitTests"
         ),
         // Fault injection (issue 10): wrappers of epoll_ctl, epoll_wait, eventfd, timerfd_create,

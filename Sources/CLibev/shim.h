@@ -29,10 +29,24 @@ static inline void clibev_async_init(ev_async *w, clibev_async_cb cb) { ev_async
 static inline void clibev_signal_init(ev_signal *w, clibev_signal_cb cb, int signum) {
     ev_signal_init(w, cb, signum);
 }
+typedef void (*clibev_child_cb)(struct ev_loop *loop, ev_child *w, int revents);
+static inline void clibev_child_init(ev_child *w, clibev_child_cb cb, int pid, int trace) {
+    ev_child_init(w, cb, pid, trace);
+}
 static inline void clibev_timer_init(ev_timer *w, clibev_timer_cb cb, double after, double repeat) {
     ev_timer_init(w, cb, after, repeat);
 }
+typedef void (*clibev_cleanup_cb)(struct ev_loop *loop, ev_cleanup *w, int revents);
+/// An ev_embed of `other` that sweeps it itself (no callback): libev runs `other` without
+/// waiting when its backend descriptor is readable, and reifies it before each poll.
+static inline void clibev_embed_init(ev_embed *w, struct ev_loop *other) { ev_embed_init(w, 0, other); }
+/// The watchers an ev_embed is made of, which the embedding loop dispatches like any other.
+static inline ev_io *clibev_embed_io(ev_embed *w) { return &w->io; }
+static inline ev_prepare *clibev_embed_prepare(ev_embed *w) { return &w->prepare; }
+static inline ev_fork *clibev_embed_fork(ev_embed *w) { return &w->fork; }
+static inline void clibev_cleanup_init(ev_cleanup *w, clibev_cleanup_cb cb) { ev_cleanup_init(w, cb); }
 static inline int clibev_is_active(void *w) { return ev_is_active((ev_watcher *)w); }
+static inline int clibev_is_pending(void *w) { return ev_is_pending((ev_watcher *)w); }
 static inline void clibev_set_data(void *w, void *data) { ((ev_watcher *)w)->data = data; }
 static inline void *clibev_get_data(void *w) { return ((ev_watcher *)w)->data; }
 

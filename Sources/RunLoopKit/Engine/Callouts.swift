@@ -47,6 +47,14 @@ enum Callout {
         return stillReady
     }
 
+    /// The libev libraries' callbacks pending in the loop's library loop (``EvLibevSource``).
+    @inline(never)
+    static func libevSource(on loop: EvRunLoop) {
+        let entry = loop.recorder.enter(.libevSource)
+        loop.waiter.runLibraryCallbacks()
+        loop.recorder.leave(entry)
+    }
+
     @inline(never)
     static func mainQueue(_ waiter: any LoopWaiter, on loop: EvRunLoop) {
         let entry = loop.recorder.enter(.mainQueue)

@@ -14,8 +14,12 @@ extension EvRunLoop {
         case mainQueue
         /// An observer's handler (R48).
         case observer
+        /// The callbacks of libev libraries' watchers, run together as an ``EvLibevSource``'s
+        /// version-1 callout (R38).
+        case libevSource
 
-        /// "timer", "source", "version-1 source", "block", "main-queue work" or "observer".
+        /// "timer", "source", "version-1 source", "block", "main-queue work", "observer" or
+        /// "libev source".
         public var description: String {
             switch self {
             case .timer: "timer"
@@ -24,6 +28,7 @@ extension EvRunLoop {
             case .block: "block"
             case .mainQueue: "main-queue work"
             case .observer: "observer"
+            case .libevSource: "libev source"
             }
         }
     }
@@ -42,6 +47,8 @@ extension EvRunLoop {
         public var mainQueue: UInt64 = 0
         /// Observer handlers.
         public var observers: UInt64 = 0
+        /// Batches of libev libraries' callbacks (``EvLibevSource``).
+        public var libevSources: UInt64 = 0
 
         /// No callouts.
         public init() {}
@@ -58,11 +65,12 @@ extension EvRunLoop {
             case .block: blocks
             case .mainQueue: mainQueue
             case .observer: observers
+            case .libevSource: libevSources
             }
         }
 
         /// All callouts, every kind together.
-        public var total: UInt64 { timers &+ sources &+ version1Sources &+ blocks &+ mainQueue &+ observers }
+        public var total: UInt64 { timers &+ sources &+ version1Sources &+ blocks &+ mainQueue &+ observers &+ libevSources }
     }
 
     /// A snapshot of a loop's counters (libuv's `uv_metrics_info` and `uv_metrics_idle_time`):
@@ -133,6 +141,7 @@ extension EvRunLoop {
         counts.blocks = recorder.blockCallouts.load(ordering: .relaxed)
         counts.mainQueue = recorder.mainQueueCallouts.load(ordering: .relaxed)
         counts.observers = recorder.observerCallouts.load(ordering: .relaxed)
+        counts.libevSources = recorder.libevSourceCallouts.load(ordering: .relaxed)
         return counts
     }
 

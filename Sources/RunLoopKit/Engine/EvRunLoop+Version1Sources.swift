@@ -56,13 +56,17 @@ extension EvRunLoop {
             if sourceState.loop == nil, case .signal(let signal) = core.kind {
                 SignalOwnership.claim(signal, for: self)
             }
+            if case .libev(let binding) = core.kind {
+                binding.bind(to: self)
+                state.libevSources[id] = core  // kept until invalidated or torn down
+            }
             sourceState.loop = self
             for mode in joining { sourceState.modes.append(mode) }
             state.source1s[id] = core
             for mode in joining {
                 let modeState = state.modeState(mode)
                 if modeState.changeSourceCount(by: 1) { notePassViewChanged() }
-                if case .fileDescriptor = core.kind { modeState.watchedSources[id] = core }
+                if core.isWatchedPerMode { modeState.watchedSources[id] = core }
             }
             state.watches.syncedMode = nil
             notePassViewChanged()
@@ -149,7 +153,9 @@ extension EvRunLoop {
             return (core, events)
         }
         guard let (core, events) = picked else { return false }
-        if Callout.version1Source(core, events, on: self) {
+        if case .libev = core.kind {
+            Callout.libevSource(on: self)
+        } else if Callout.version1Source(core, events, on: self) {
             state.withLock { state in markReady(core, events: events, &state) }
         }
         return true

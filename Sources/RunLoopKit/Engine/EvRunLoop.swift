@@ -199,10 +199,13 @@ public final class EvRunLoop: Sendable {
     /// Tears the loop down when its thread exits (R4): cancel callouts for its sources, every item
     /// released, the libev loop destroyed and its descriptors closed.
     func tearDown() {
-        let cancelled: [(EvSource, ModeList)] = state.withLock { state in
+        let (cancelled, libevSources): ([(EvSource, ModeList)], [EvSource1Core]) = state.withLock { state in
             state.isDead = true
-            return detachAllItems(&state)
+            let libevSources = Array(state.libevSources.values)
+            return (detachAllItems(&state), libevSources)
         }
+        // Before the libev loops go: the libraries detach from theirs while it still exists.
+        for core in libevSources { endLibevSource(core, "EvRunLoop (its thread exited)") }
         if wakeGate.add(Self.wakeGateClosed, ordering: .acquiringAndReleasing).newValue != Self.wakeGateClosed {
             while wakeGate.load(ordering: .acquiring) != Self.wakeGateClosed { sched_yield() }
         }

@@ -20,6 +20,8 @@ final class ItemTables: @unchecked Sendable {
     var commonSource1s: [ObjectIdentifier: EvSource1Core] = [:]
     var readySource1s: [ObjectIdentifier: EvSource1Core] = [:]
     var readySequence: UInt64 = 0
+    /// ``EvLibevSource``s bound here, in modes or not, until invalidated or the teardown.
+    var libevSources: [ObjectIdentifier: EvSource1Core] = [:]
 }
 
 extension LoopState {
@@ -64,6 +66,11 @@ extension LoopState {
     var readySequence: UInt64 {
         get { tables?.readySequence ?? 0 }
         _modify { yield &madeTables().readySequence }
+    }
+
+    var libevSources: [ObjectIdentifier: EvSource1Core] {
+        get { tables?.libevSources ?? [:] }
+        _modify { yield &madeTables().libevSources }
     }
 }
 

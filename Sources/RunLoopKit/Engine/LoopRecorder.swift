@@ -18,6 +18,7 @@ struct LoopRecorder: ~Copyable {
     let blockCallouts = Atomic<UInt64>(0)
     let mainQueueCallouts = Atomic<UInt64>(0)
     let observerCallouts = Atomic<UInt64>(0)
+    let libevSourceCallouts = Atomic<UInt64>(0)
 
     /// Timing: on while ``EvRunLoop/collectsTimingMetrics`` is set.
     let timing = Atomic<Bool>(false)
@@ -82,6 +83,7 @@ struct LoopRecorder: ~Copyable {
         case .block: bump(blockCallouts)
         case .mainQueue: bump(mainQueueCallouts)
         case .observer: bump(observerCallouts)
+        case .libevSource: bump(libevSourceCallouts)
         }
         let start = timing.load(ordering: .relaxed) ? MonotonicTime.now().nanoseconds : 0
         return CalloutEntry(previous: previous, kind: kind, start: start)

@@ -95,6 +95,7 @@ extension EvRunLoop {
         switch source.kind {
         case .fileDescriptor(let fd, let events, let file): waiter.addWatcher(.descriptor(fd: fd, events: events, file: file))
         case .signal(let signal): waiter.addWatcher(.signal(signal))
+        case .libev: waiter.addWatcher(.libraryLoop)
         case .port: preconditionFailure("ports have no watcher")
         }
     }

@@ -8,8 +8,9 @@ import Synchronization
 /// waits (R37); at most one version-1 source is handled per iteration and it counts as a handled
 /// source for `returnAfterSourceHandled` (R38); like any source it keeps its modes from being
 /// empty (R16). The version-1 sources are RunLoopKit's own: ``EvFileDescriptorSource``,
-/// ``EvMessagePort`` and ``EvSignalSource`` are its subclasses. It cannot be subclassed outside
-/// the library, since the engine part behind each one is internal.
+/// ``EvMessagePort``, ``EvSignalSource`` and ``EvLibevSource`` (which hosts libev libraries'
+/// watchers) are its subclasses. It cannot be subclassed outside the library, since the engine
+/// part behind each one is internal.
 ///
 /// `@unchecked Sendable`: its one field is a constant of a `Sendable` type.
 public class EvVersion1Source: @unchecked Sendable {
@@ -21,11 +22,13 @@ public class EvVersion1Source: @unchecked Sendable {
 
 /// The engine part shared by every version-1 source.
 final class EvSource1Core: Sendable {
-    enum Kind: Sendable, Equatable {
+    enum Kind: Sendable {
         /// `file`: the file the descriptor named when the source was made (see ``FileIdentity``).
         case fileDescriptor(Int32, events: Int32, file: FileIdentity)
         case signal(Int32)
         case port
+        /// An ``EvLibevSource``: the libev libraries' watchers, all in the loop's library loop.
+        case libev(LibevBinding)
     }
 
     let kind: Kind
@@ -48,6 +51,15 @@ final class EvSource1Core: Sendable {
     }
 
     var isValid: Bool { state.withLock { $0.isValid } }
+
+    /// Whether the source is watched only while one of its modes runs, by a watcher of its own
+    /// (R37); signal sources are watched for as long as they are in the loop, ports need none.
+    var isWatchedPerMode: Bool {
+        switch kind {
+        case .fileDescriptor, .libev: true
+        case .signal, .port: false
+        }
+    }
 
     /// Removes the source from every mode of its loop and disables it for good.
     func invalidate() {

@@ -72,20 +72,29 @@ extension EvBackend {
         if fallbackTimerActive { stopFallbackTimer() }
         guard let unarmed, unarmed != .distantFuture else { return }
         let remaining = max(0, Double(unarmed.nanoseconds &- MonotonicTime.now().nanoseconds) / 1e9)
-        ev_now_update(loop)
+        // In the loop the thread will block in: libev counts only that loop's timers.
+        let library = watchedLibrary
+        let timerLoop = library?.loop ?? loop
+        ev_now_update(timerLoop)
         let timer = fallbackTimer ?? .allocate(capacity: 1)
         fallbackTimer = timer
         clibev_timer_init(timer, { loop, _, _ in
             guard let loop else { return }
             EvBackend.of(loop).reasons.pointee |= WakeReasons.deadline.rawValue
         }, remaining, 0)
-        ev_timer_start(loop, timer)
+        ev_timer_start(timerLoop, timer)
+        library?.holdsFallbackTimer = true
         fallbackTimerActive = true
     }
 
     func stopFallbackTimer() {
         guard let fallbackTimer else { return }
-        ev_timer_stop(loop, fallbackTimer)
+        if let library = watcherTables?.library, library.holdsFallbackTimer {
+            ev_timer_stop(library.loop, fallbackTimer)
+            library.holdsFallbackTimer = false
+        } else {
+            ev_timer_stop(loop, fallbackTimer)
+        }
         fallbackTimerActive = false
     }
 

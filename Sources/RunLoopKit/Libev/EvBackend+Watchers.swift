@@ -19,9 +19,13 @@ extension EvBackend {
         var nextWatcherToken = 0
         /// Started signal watchers: the tokens watching each signal.
         var signalTokens: [Int32: Set<Int>] = [:]
+        /// The libev libraries' loop, made for the first ``EvLibevSource``.
+        var library: LibraryLoop?
+        /// ``library`` while one of its version-1 watchers is started: the loop sleeps in it.
+        var watchedLibrary: LibraryLoop?
     }
 
-    private func madeWatcherTables() -> WatcherTables {
+    func madeWatcherTables() -> WatcherTables {
         if let watcherTables { return watcherTables }
         let made = WatcherTables()
         watcherTables = made
@@ -44,6 +48,9 @@ extension EvBackend {
         get { watcherTables?.signalTokens ?? [:] }
         _modify { yield &madeWatcherTables().signalTokens }
     }
+
+    /// The libraries' loop while a mode with an ``EvLibevSource`` runs: the loop sleeps in it.
+    var watchedLibrary: LibraryLoop? { watcherTables?.watchedLibrary }
 
     /// Readiness bits as libev reports them (the same as ``ReadinessBits``).
     static let readable = Int32(EV_READ)
@@ -79,6 +86,12 @@ extension EvBackend {
             signalTokens[signal, default: []].insert(token)
             // Delivered before the watcher started (added from another thread): report it now.
             if SignalRouting.takePending(signal) { noteReady(token, Self.readable) }
+        case .libraryLoop:
+            let library = madeLibraryLoop("EvRunLoop.run(mode:timeout:returnAfterSourceHandled:)")
+            library.tokens.append(token)
+            watcherTables?.watchedLibrary = library
+            // Callbacks held while no mode with the source ran (R37): their turn now.
+            if library.holdsEvents { noteReady(token, Self.readable) }
         case nil: break
         }
     }
@@ -91,6 +104,10 @@ extension EvBackend {
         case .signal(let signal):
             signalTokens[signal]?.remove(token)
             if signalTokens[signal]?.isEmpty == true { signalTokens.removeValue(forKey: signal) }
+        case .libraryLoop:
+            guard let library = watcherTables?.library else { break }
+            library.tokens.removeAll { $0 == token }
+            if library.tokens.isEmpty { watcherTables?.watchedLibrary = nil }
         case nil: break
         }
     }

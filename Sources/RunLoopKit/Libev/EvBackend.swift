@@ -185,7 +185,10 @@ final class EvBackend: LoopWaiter {
         repeat {
             if needsRepair { repair() }
             // Requests already waiting: libev would only report them.
-            if !wake.beginSleep() { ev_run(loop, Int32(EVRUN_ONCE)) }
+            if !wake.beginSleep() {
+                // A mode with an EvLibevSource sleeps in the libraries' loop, which embeds this one.
+                if let library = watchedLibrary { sleepInLibraryLoop(library) } else { ev_run(loop, Int32(EVRUN_ONCE)) }
+            }
             takeWakeRequests(wake.wokeUp())
             if reasons.pointee == 0 { checkPollFailures() }
         } while reasons.pointee == 0
@@ -203,6 +206,7 @@ final class EvBackend: LoopWaiter {
     /// request bit; the timerfd matters to no poll (the engine compares timers with the clock).
     func poll() -> WakeReasons {
         reasons.pointee = 0
+        if let library = watchedLibrary { pollLibraryLoop(library) }
         if needsRepair || mainQueueWatcher != nil {
             repair()
             ev_run(loop, Int32(EVRUN_NOWAIT))
@@ -210,6 +214,11 @@ final class EvBackend: LoopWaiter {
             for (token, events) in descriptors.collect() { noteReady(token, events) }
         }
         takeWakeRequests(wake.takeRequests())
+        // A fallback timer serves sleeps only, in the loop each sleeps in: the next one arms it again.
+        if fallbackTimerActive {
+            stopFallbackTimer()
+            deadlineUnarmed = true
+        }
         return WakeReasons(rawValue: reasons.pointee)
     }
 
@@ -240,6 +249,8 @@ final class EvBackend: LoopWaiter {
         guard !destroyed else { return }
         destroyed = true
         for token in Array(watchers.keys) { removeWatcher(token) }
+        if fallbackTimerActive { stopFallbackTimer() }
+        destroyLibraryLoop()
         closeDescriptorSet()
         if let mainQueueWatcher {
             ev_io_stop(loop, mainQueueWatcher)

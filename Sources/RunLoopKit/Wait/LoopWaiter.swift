@@ -67,6 +67,16 @@ protocol LoopWaiter: AnyObject {
     func route(_ signal: Int32)
     func unroute(_ signal: Int32)
 
+    /// Runs `body`, library code, with the libev loop that libev libraries attach to
+    /// (``EvLibevSource``), made at the first call; then checks what library code may not do.
+    /// Loop's thread; stops with a message naming `call` when the loop cannot be made.
+    func withLibraryLoop<Result, Failure: Error>(
+        _ call: StaticString, _ body: (OpaquePointer) throws(Failure) -> Result
+    ) throws(Failure) -> Result
+    /// Runs the callbacks of the library loop's pending watchers (loop's thread, the version-1
+    /// step, R38), then checks what they may not do.
+    func runLibraryCallbacks()
+
     /// Main loop only: whether to watch libdispatch's main queue in the next waits.
     func watchMainQueue(_ watch: Bool)
     /// Main loop only: whether the main queue signalled work; clears the signal.
@@ -81,6 +91,8 @@ enum WatcherKind {
     case descriptor(fd: Int32, events: Int32, file: FileIdentity)
     /// A Unix signal routed to the loop.
     case signal(Int32)
+    /// The watchers of libev libraries (``EvLibevSource``): all of them, in the library loop.
+    case libraryLoop
 }
 
 /// Readiness bits reported by ``LoopWaiter/takeReady()`` (libev's `EV_READ`, `EV_WRITE` and

@@ -159,6 +159,12 @@ final class VirtualWaiter: LoopWaiter, @unchecked Sendable {
     func takeReady() -> [(token: Int, events: Int32)] { [] }
     func route(_ signal: Int32) {}
     func unroute(_ signal: Int32) {}
+    func withLibraryLoop<Result, Failure: Error>(
+        _ call: StaticString, _ body: (OpaquePointer) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        fatalError("\(call): a loop on the virtual wait has no libev loop")
+    }
+    func runLibraryCallbacks() {}
     func watchMainQueue(_ watch: Bool) {}
     func takeMainQueueSignal() -> Bool { false }
     func drainMainQueue() {}

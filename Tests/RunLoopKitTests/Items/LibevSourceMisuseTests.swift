@@ -1,0 +1,173 @@
+import CLibev
+import Foundation
+import RunLoopKit
+import Testing
+import TestSupport
+
+/// What stays forbidden with an ``EvLibevSource``: each case stops the process with a message
+/// naming what was done (an exit test per case; bodies capture nothing).
+@Suite struct LibevSourceMisuseTests {
+    private func message(_ result: ExitTest.Result?) -> String {
+        String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    }
+
+    @Test func theEventLoopBeforeTheSourceIsAddedStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            onLoopThread { _ in EvLibevSource().withEventLoop { _ in } }
+        }
+        #expect(message(result).contains("EvLibevSource.withEventLoop(_:): the source is in no run loop yet"))
+    }
+
+    @Test func theEventLoopFromAnotherThreadStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let source = EvLibevSource()
+            let other = startLoopThread { _ in Latch().wait() }
+            other.loop.add(source, forMode: .default)
+            source.withEventLoop { _ in }
+        }
+        #expect(message(result).contains("EvLibevSource.withEventLoop(_:): an EvLibevSource's libev loop can be used only on the loop's own thread"))
+    }
+
+    @Test func theEventLoopAfterInvalidationStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            onLoopThread { loop in
+                let source = EvLibevSource()
+                loop.add(source, forMode: .default)
+                source.invalidate()
+                source.withEventLoop { _ in }
+            }
+        }
+        #expect(message(result).contains("EvLibevSource.withEventLoop(_:): the source was invalidated"))
+    }
+
+    @Test func invalidatingFromAnotherThreadStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let source = EvLibevSource()
+            let other = startLoopThread { _ in Latch().wait() }
+            other.loop.add(source, forMode: .default)
+            source.invalidate()
+        }
+        #expect(message(result).contains("EvLibevSource.invalidate()"))
+    }
+
+    @Test func addingTheSourceToASecondLoopStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let source = EvLibevSource()
+            let first = startLoopThread { _ in Latch().wait() }
+            first.loop.add(source, forMode: .default)
+            first.loop.remove(source, forMode: .default)
+            onLoopThread { loop in loop.add(source, forMode: .default) }
+        }
+        #expect(message(result).contains("this EvLibevSource belongs to another run loop"))
+    }
+
+    @Test func evRunOnTheLibevLoopStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            onLoopThread { loop in
+                let source = EvLibevSource()
+                loop.add(source, forMode: .default)
+                source.withEventLoop { _ = ev_run($0, Int32(EVRUN_NOWAIT)) }
+            }
+        }
+        #expect(message(result).contains("ev_run was called on its libev loop"))
+    }
+
+    @Test func destroyingTheLibevLoopStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            onLoopThread { loop in
+                let source = EvLibevSource()
+                loop.add(source, forMode: .default)
+                source.withEventLoop { ev_loop_destroy($0) }
+            }
+        }
+        #expect(message(result).contains("ev_loop_destroy was called on its libev loop"))
+    }
+
+    @Test func replacingTheUserdataStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            onLoopThread { loop in
+                let source = EvLibevSource()
+                loop.add(source, forMode: .default)
+                source.withEventLoop { ev_set_userdata($0, nil) }
+            }
+        }
+        #expect(message(result).contains("EvLibevSource.withEventLoop(_:): ev_set_userdata was called"))
+    }
+
+    @Test func replacingTheInvokePendingCallbackStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            onLoopThread { loop in
+                let source = EvLibevSource()
+                loop.add(source, forMode: .default)
+                source.withEventLoop { ev_set_invoke_pending_cb($0) { ev_invoke_pending($0) } }
+                loop.run(mode: .default, timeout: .milliseconds(10))
+            }
+        }
+        #expect(message(result).contains("the invoke-pending callback of its libev loop was replaced"))
+    }
+
+    @Test func replacingTheReleaseCallbackStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            onLoopThread { loop in
+                let source = EvLibevSource()
+                loop.add(source, forMode: .default)
+                source.withEventLoop { ev_set_loop_release_cb($0, { _ in }, { _ in }) }
+                loop.run(mode: .default, timeout: .milliseconds(10))
+            }
+        }
+        #expect(message(result).contains("the release callback of its libev loop was replaced"))
+    }
+
+    @Test func watchingASignalWithEvSignalStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            onLoopThread { loop in
+                let source = EvLibevSource()
+                loop.add(source, forMode: .default)
+                let watcher = UnsafeMutablePointer<ev_signal>.allocate(capacity: 1)
+                clibev_signal_init(watcher, { _, _, _ in }, SIGUSR2)
+                source.withEventLoop { ev_signal_start($0, watcher) }
+                loop.run(mode: .default, timeout: .milliseconds(10))
+            }
+        }
+        #expect(message(result).contains("a libev library watches a signal with ev_signal"))
+    }
+
+    /// libev's own assertion: child watchers only on the default loop, which a run loop's is not.
+    @Test func watchingAChildWithEvChildStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            onLoopThread { loop in
+                let source = EvLibevSource()
+                loop.add(source, forMode: .default)
+                let watcher = UnsafeMutablePointer<ev_child>.allocate(capacity: 1)
+                clibev_child_init(watcher, { _, _, _ in }, 0, 0)
+                source.withEventLoop { ev_child_start($0, watcher) }
+            }
+        }
+        #expect(message(result).contains("child watchers are only supported in the default loop"))
+    }
+
+    /// One of the run loop's own descriptors (found as the first number an
+    /// EvFileDescriptorSource refuses as internal) watched by a library: stopped at the next poll.
+    @Test func watchingTheLoopsOwnDescriptorStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            onLoopThread { loop in
+                let source = EvLibevSource()
+                loop.add(source, forMode: .default)
+                loop.run(mode: .default, timeout: .milliseconds(1))
+                let own = (0..<Int32(1024)).first { fd in
+                    do {
+                        _ = try EvFileDescriptorSource(fileDescriptor: fd, events: .readable) { _ in }
+                        return false
+                    } catch {
+                        return (error as? EvSourceError) == .internalDescriptor(fd)
+                    }
+                }!
+                let watcher = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
+                clibev_io_init(watcher, { _, _, _ in }, own, Int32(EV_READ))
+                source.withEventLoop { ev_io_start($0, watcher) }
+                loop.run(mode: .default, timeout: .milliseconds(10))
+            }
+        }
+        #expect(message(result).contains("a libev library watches descriptor"))
+    }
+}
