@@ -121,6 +121,7 @@ public final class EvLoopMetricsExporter: Sendable {
         case .block: "block"
         case .mainQueue: "main_queue"
         case .observer: "observer"
+        case .libevSource: "libev_source"
         }
     }
 }
