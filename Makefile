@@ -2,17 +2,25 @@
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps bench-deps build test check-traits test-tsan test-asan soak bench gate plot-check readme-performance docs clean
+.PHONY: deps hiredis-deps bench-deps build test check-traits test-tsan test-asan soak bench gate plot-check readme-performance docs clean
 
 deps:
 	@dpkg -s libev-dev >/dev/null 2>&1 || { \
 		echo "installing libev-dev"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libev-dev; }
 
+## The nested package Examples/HiredisOnRunLoop (hiredis's async client on a loop through
+## EvLibevSource) builds against Debian's hiredis and tests against a real redis-server.
+hiredis-deps: deps
+	@dpkg -s libhiredis-dev redis-server >/dev/null 2>&1 || { \
+		echo "installing libhiredis-dev and redis-server"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libhiredis-dev redis-server; }
+
 ## The benchmark's instructions scenario counts with valgrind's callgrind (and builds against
 ## its client-request header), and its pictures are drawn with gnuplot, so the benchmark targets
-## install Debian's valgrind and gnuplot-nox too.
-bench-deps: deps
+## install Debian's valgrind and gnuplot-nox too; its hiredis scenario needs what the hiredis
+## example does.
+bench-deps: hiredis-deps
 	@dpkg -s valgrind >/dev/null 2>&1 || { \
 		echo "installing valgrind"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq valgrind; }
@@ -27,10 +35,13 @@ TRAITS := --enable-all-traits
 build: deps
 	$(SWIFT) build $(TRAITS)
 
-## make test: the whole test suite (Swift Testing), every trait's integration included.
-test: deps
+## make test: the whole test suite (Swift Testing), every trait's integration included...
+test: deps hiredis-deps
 	$(SWIFT) build --build-tests $(TRAITS)
 	$(SWIFT) test --skip-build $(TRAITS)
+## ...and the nested package Examples/HiredisOnRunLoop, against a redis-server its tests start.
+	$(SWIFT) build --build-tests --package-path Examples/HiredisOnRunLoop
+	$(SWIFT) test --skip-build --package-path Examples/HiredisOnRunLoop
 
 ## make check-traits: what an application sees of the traits (.ci/check-traits): with none it
 ## fetches and builds RunLoopKit alone; a product without its trait fails with an error naming it.
@@ -43,10 +54,13 @@ test-tsan: deps
 	$(SWIFT) build --build-tests $(TRAITS) --scratch-path .build-tsan --sanitize=thread -Xswiftc -DRUNLOOPKIT_PTHREAD_LOCKS
 	$(SWIFT) test --skip-build $(TRAITS) --scratch-path .build-tsan
 
-## make test-asan: the suite under AddressSanitizer (with LeakSanitizer).
-test-asan: deps
+## make test-asan: the suite under AddressSanitizer (with LeakSanitizer), the hiredis example's too.
+HIREDIS_ASAN := Examples/HiredisOnRunLoop/.build-asan
+test-asan: deps hiredis-deps
 	$(SWIFT) build --build-tests $(TRAITS) --scratch-path .build-asan --sanitize=address
 	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT) test --skip-build $(TRAITS) --scratch-path .build-asan
+	$(SWIFT) build --build-tests --package-path Examples/HiredisOnRunLoop --scratch-path $(HIREDIS_ASAN) --sanitize=address
+	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT) test --skip-build --package-path Examples/HiredisOnRunLoop --scratch-path $(HIREDIS_ASAN)
 
 ## make soak SOAK_SECONDS=300 SOAK_SEEDS=100000: longer stress and conformance runs (defaults below).
 SOAK_SECONDS ?= 120
@@ -103,5 +117,5 @@ docs: deps
 
 ## make clean: every scratch folder these targets create, nested packages' included.
 clean:
-	rm -rf .build .build-tsan .build-asan .build-plots $(DOCS_SCRATCH) Benchmarks/.build $(BENCH_RESULTS)
+	rm -rf .build .build-tsan .build-asan .build-plots $(DOCS_SCRATCH) Benchmarks/.build $(BENCH_RESULTS) $(HIREDIS_ASAN)
 	find . -mindepth 2 -name .build -type d -prune -exec rm -rf {} +
