@@ -57,8 +57,8 @@ public final class EvLibevSource: EvVersion1Source, @unchecked Sendable {
     /// The libev loop is made at the first call. Watchers started on it are watched while a mode
     /// holding an ``EvLibevSource`` runs; their callbacks run in that mode's version-1 step.
     /// When `body` returns, what it may not do (<doc:LibevLibraries>) is checked: a replaced
-    /// userdata and a signal watched with `ev_signal` stop the program at once, a watched
-    /// descriptor of the run loop's own at the next poll.
+    /// userdata stops the program at once; a signal watched with `ev_signal`, or a run loop's
+    /// own descriptor watched, at the loop's next poll.
     ///
     /// - Parameter body: library code; `evLoop` is valid until the loop's thread exits, and only
     ///   on that thread.
