@@ -52,23 +52,3 @@ extension EvRunLoop {
         return cancelled
     }
 }
-
-extension EvRunLoop {
-    /// An ``EvLibevSource`` leaves this loop for good (invalidated, or the teardown; loop's
-    /// thread): its detach handlers run first, with the libev loop still there, in the order they
-    /// were registered; then it is invalid, since its libraries' watchers cannot move to another
-    /// loop. `call` names who ended it in a message about the handlers' misuse.
-    func endLibevSource(_ core: EvSource1Core, _ call: StaticString) {
-        guard case .libev(let binding) = core.kind else { return }
-        let handlers = binding.end()
-        if !handlers.isEmpty {
-            waiter.withLibraryLoop(call) { evLoop in
-                for handler in handlers { handler(evLoop) }
-            }
-        }
-        core.invalidate()
-        state.withLock { state in
-            if !state.libevSources.isEmpty { state.libevSources.removeValue(forKey: ObjectIdentifier(core)) }
-        }
-    }
-}

@@ -67,6 +67,7 @@ extension EvRunLoop {
                 let modeState = state.modeState(mode)
                 if modeState.changeSourceCount(by: 1) { notePassViewChanged() }
                 if core.isWatchedPerMode { modeState.watchedSources[id] = core }
+                if case .libev = core.kind { modeState.libevSourceCount += 1 }
             }
             state.watches.syncedMode = nil
             notePassViewChanged()
@@ -82,6 +83,7 @@ extension EvRunLoop {
         for mode in leaving {
             if state.existingModeState(mode)?.changeSourceCount(by: -1) == true { notePassViewChanged() }
             state.existingModeState(mode)?.watchedSources.removeValue(forKey: id)
+            if case .libev = core.kind { state.existingModeState(mode)?.libevSourceCount -= 1 }
         }
         state.watches.syncedMode = nil
         notePassViewChanged()
@@ -130,32 +132,40 @@ extension EvRunLoop {
     }
 
     private func hasReadySource1(in mode: Mode, _ state: inout LoopState) -> Bool {
-        state.readySource1s.values.contains { core in core.state.withLock { $0.modes.contains(mode) } }
+        libevSourcesReady(in: mode, &state)
+            || state.readySource1s.values.contains { core in core.state.withLock { $0.modes.contains(mode) } }
     }
 
-    /// R38: handles at most one ready version-1 source of `mode`, the one ready longest.
+    /// R38: handles at most one ready version-1 source of `mode`, the one ready longest (the
+    /// loop's ``EvLibevSource``s count as one, see EvRunLoop+LibevSources.swift).
     func handleOneVersion1Source(_ run: RunContext) -> Bool {
         guard hasHint(Hint.readySource1s) else { return false }
         let mode = run.mode
-        let picked: (EvSource1Core, Int32)? = state.withLock { state in
+        let picked: (EvSource1Core, Int32)?? = state.withLock { state in
             var best: (core: EvSource1Core, sequence: UInt64)?
             for core in state.readySource1s.values {
                 let sequence: UInt64? = core.state.withLock { $0.isValid && $0.modes.contains(mode) ? $0.readySequence : nil }
                 if let sequence, sequence < best?.sequence ?? .max { best = (core, sequence) }
             }
+            if libevSourcesReady(in: mode, &state), state.libevReadySequence < best?.sequence ?? .max {
+                takeLibevReadiness(&state)
+                return .some(nil)
+            }
             guard let core = best?.core else { return nil }
             state.readySource1s.removeValue(forKey: ObjectIdentifier(core))
-            if state.readySource1s.isEmpty { clearHint(Hint.readySource1s) }
+            if state.readySource1s.isEmpty && state.libevReadySequence == 0 { clearHint(Hint.readySource1s) }
             let events = core.state.withLock { sourceState in
                 defer { sourceState.pendingEvents = 0 }
                 return sourceState.pendingEvents
             }
             return (core, events)
         }
-        guard let (core, events) = picked else { return false }
-        if case .libev = core.kind {
+        guard let picked else { return false }
+        guard let (core, events) = picked else {
             Callout.libevSource(on: self)
-        } else if Callout.version1Source(core, events, on: self) {
+            return true
+        }
+        if Callout.version1Source(core, events, on: self) {
             state.withLock { state in markReady(core, events: events, &state) }
         }
         return true

@@ -18,10 +18,15 @@ final class ItemTables: @unchecked Sendable {
     /// handled (R37, R38).
     var source1s: [ObjectIdentifier: EvSource1Core] = [:]
     var commonSource1s: [ObjectIdentifier: EvSource1Core] = [:]
-    var readySource1s: [ObjectIdentifier: EvSource1Core] = [:]
+    /// Read on every pass of a loop with version-1 sources: the run time's exclusivity check
+    /// would only repeat what the loop's lock guarantees (as for ``ModeState``'s fields).
+    @exclusivity(unchecked) var readySource1s: [ObjectIdentifier: EvSource1Core] = [:]
     var readySequence: UInt64 = 0
     /// ``EvLibevSource``s bound here, in modes or not, until invalidated or the teardown.
-    var libevSources: [ObjectIdentifier: EvSource1Core] = [:]
+    @exclusivity(unchecked) var libevSources: [ObjectIdentifier: EvSource1Core] = [:]
+    /// When the libev libraries' events became ready (a ``readySequence`` value, R38), 0 when
+    /// they are not: one ready version-1 source for all the loop's ``EvLibevSource``s.
+    @exclusivity(unchecked) var libevReadySequence: UInt64 = 0
 }
 
 extension LoopState {
@@ -71,6 +76,11 @@ extension LoopState {
     var libevSources: [ObjectIdentifier: EvSource1Core] {
         get { tables?.libevSources ?? [:] }
         _modify { yield &madeTables().libevSources }
+    }
+
+    var libevReadySequence: UInt64 {
+        get { tables?.libevReadySequence ?? 0 }
+        _modify { yield &madeTables().libevReadySequence }
     }
 }
 

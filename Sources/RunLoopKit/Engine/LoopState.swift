@@ -116,6 +116,9 @@ final class ModeState: @unchecked Sendable {
         return had != (sourceCount > 0)
     }
 
+    /// ``EvLibevSource``s in the mode: while one is, the libev libraries' callbacks run (R37).
+    @exclusivity(unchecked) var libevSourceCount = 0
+
     /// Counts a timer joining the mode, as ``changeSourceCount(by:)``.
     func timerJoined() -> Bool {
         timerCount += 1

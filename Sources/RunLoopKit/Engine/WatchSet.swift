@@ -103,12 +103,14 @@ extension EvRunLoop {
     /// Moves what the watchers reported during the last wait into the ready set (loop thread).
     func collectReadiness() {
         let fired = waiter.takeReady()
-        guard !fired.isEmpty else { return }
+        let libraryEvents = waiter.takeLibraryEvents()
+        guard !fired.isEmpty || libraryEvents else { return }
         state.withLock { state in
             for (token, events) in fired {
                 guard let source = state.watches.owners[token] else { continue }
                 markReady(source, events: events, &state)
             }
+            if libraryEvents { markLibevSourcesReady(&state) }
         }
     }
 }

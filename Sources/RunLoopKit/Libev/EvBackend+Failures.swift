@@ -78,10 +78,12 @@ extension EvBackend {
         ev_now_update(timerLoop)
         let timer = fallbackTimer ?? .allocate(capacity: 1)
         fallbackTimer = timer
-        clibev_timer_init(timer, { loop, _, _ in
-            guard let loop else { return }
-            EvBackend.of(loop).reasons.pointee |= WakeReasons.deadline.rawValue
+        // Its data is the wait's reasons: it may run in the libraries' loop, whose userdata is not the backend.
+        clibev_timer_init(timer, { _, timer, _ in
+            guard let timer else { return }
+            clibev_get_data(timer).assumingMemoryBound(to: UInt32.self).pointee |= WakeReasons.deadline.rawValue
         }, remaining, 0)
+        clibev_set_data(timer, reasons)
         ev_timer_start(timerLoop, timer)
         library?.holdsFallbackTimer = true
         fallbackTimerActive = true

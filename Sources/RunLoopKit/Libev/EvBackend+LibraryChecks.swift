@@ -12,10 +12,10 @@ import Musl
 /// after each poll anyway; calls from another thread cannot be seen at all.
 extension EvBackend {
     /// After library code ran (callbacks, a `withEventLoop` body, a detach handler): the loop's
-    /// userdata is still the backend, which its callbacks find through it.
+    /// userdata is still the ``LibraryLoop``, which its callbacks find through it.
     func checkLibraryCode(_ library: LibraryLoop, _ call: StaticString) {
         require(
-            ev_userdata(library.loop) == Unmanaged.passUnretained(self).toOpaque(),
+            ev_userdata(library.loop) == Unmanaged.passUnretained(library).toOpaque(),
             "\(call): ev_set_userdata was called on the libev loop of an EvLibevSource; its userdata is RunLoopKit's")
     }
 

@@ -16,23 +16,8 @@ extension EvBackend {
         // libev does not tell its epoll descriptor: note the lowest free number (as for this loop's).
         let expected = dup(wake.descriptor)
         if expected >= 0 { close(expected) }
-        guard let library = LibraryLoop() else {
+        guard let library = LibraryLoop(for: self) else {
             fatalError("\(call): cannot make the libev loop for EvLibevSource: ev_loop_new (epoll_create1) failed: \(describe(errno: errno))")
-        }
-        ev_set_userdata(library.loop, Unmanaged.passUnretained(self).toOpaque())
-        ev_set_invoke_pending_cb(library.loop) { loop in
-            guard let loop else { return }
-            EvBackend.of(loop).libraryEventsPending()
-        }
-        ev_set_loop_release_cb(library.loop, { loop in
-            guard let loop else { return }
-            EvBackend.of(loop).enteringLibraryPoll()
-        }, { loop in
-            guard let loop else { return }
-            EvBackend.of(loop).isInLibevPoll.store(false, ordering: .relaxed)
-        })
-        clibev_cleanup_init(library.cleanup) { _, _, _ in
-            fatalError("EvLibevSource: ev_loop_destroy was called on its libev loop; only RunLoopKit destroys it, when the loop's thread exits")
         }
         ev_cleanup_start(library.loop, library.cleanup)
         clibev_embed_init(library.embed, loop)
@@ -46,55 +31,6 @@ extension EvBackend {
         library.backendFD = Self.backendDescriptor(expected: expected, holding: library.embedIO.pointee.fd)
         if library.backendFD >= 0 { InternalDescriptors.insert(library.backendFD) }
         return library
-    }
-
-    /// The libraries' loop's invoke-pending callback, inside its `ev_run` (or `ev_loop_destroy`):
-    /// runs the loop's own watchers at once and leaves the libraries' pending; they run in the
-    /// version-1 step (R38). `ev_clear_pending` leaves a placeholder behind, which
-    /// `ev_pending_count` still counts: what is pending beyond the placeholders is the libraries'.
-    func libraryEventsPending() {
-        guard let library = watcherTables?.library else { return }
-        if clibev_is_pending(library.cleanup) != 0 {
-            fatalError("EvLibevSource: ev_loop_destroy was called on its libev loop; only RunLoopKit destroys it, when the loop's thread exits")
-        }
-        require(
-            library.runDepth > 0,
-            "EvLibevSource: ev_run was called on its libev loop; RunLoopKit runs it (run the EvRunLoop instead)")
-        library.hookRan = true
-        var own = runOwn(library.embedIO, library) + runOwn(clibev_embed_prepare(library.embed), library)
-        own += runOwn(clibev_embed_fork(library.embed), library)
-        if library.holdsFallbackTimer, let fallbackTimer { own += runOwn(fallbackTimer, library) }
-        library.placeholders += own
-        let pending = ev_pending_count(library.loop)
-        if pending > library.placeholders {
-            library.holdsEvents = true
-            if let token = library.tokens.first { noteReady(token, Self.readable) }
-        } else if pending != 0 {
-            ev_invoke_pending(library.loop)  // placeholders only: libev's no-op callback for each
-            library.placeholders = 0
-        }
-        library.pendingAfterHook = ev_pending_count(library.loop)
-        // The wait is over (a wake-up the embedded loop ran, the libraries' events): no poll.
-        if reasons.pointee != 0 { ev_break(library.loop, Int32(EVBREAK_ONE)) }
-    }
-
-    /// Runs `watcher`, one of the libraries' loop's own, if it is pending; returns 1 if it was
-    /// (one placeholder left behind), else 0.
-    private func runOwn<Watcher>(_ watcher: UnsafeMutablePointer<Watcher>, _ library: LibraryLoop) -> UInt32 {
-        let events = ev_clear_pending(library.loop, watcher)
-        guard events != 0 else { return 0 }
-        ev_invoke(library.loop, watcher, events)
-        return 1
-    }
-
-    /// The libraries' loop's release callback, just before it blocks in `epoll_wait`.
-    private func enteringLibraryPoll() {
-        isInLibevPoll.store(true, ordering: .relaxed)
-        guard let library = watcherTables?.library else { return }
-        library.polled = true
-        if library.auditDue { auditLibraryDescriptors(library) }
-        // Pending since the invoke-pending callback: libev would block with them; return at once.
-        if ev_pending_count(library.loop) != library.pendingAfterHook { _ = wake.kick() }
     }
 
     /// The sleep while a mode with an ``EvLibevSource`` runs: `ev_run` of the libraries' loop,
@@ -148,10 +84,22 @@ extension EvBackend {
         return try body(library.loop)
     }
 
+    /// Whether the libraries' watchers have events the engine has not heard of; clears that.
+    func takeLibraryEvents() -> Bool {
+        guard libraryEventsArrived else { return false }
+        libraryEventsArrived = false
+        refreshHasReady()
+        return true
+    }
+
     /// The version-1 step (R38): the libraries' pending callbacks run, in libev's order.
     func runLibraryCallbacks() {
         guard let library = watcherTables?.library else { return }
         library.holdsEvents = false
+        if libraryEventsArrived {
+            libraryEventsArrived = false
+            refreshHasReady()
+        }
         ev_invoke_pending(library.loop)
         library.placeholders = 0
         checkLibraryCode(library, "EvLibevSource (a libev library's callback)")

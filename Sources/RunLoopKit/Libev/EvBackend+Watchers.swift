@@ -20,9 +20,12 @@ extension EvBackend {
         /// Started signal watchers: the tokens watching each signal.
         var signalTokens: [Int32: Set<Int>] = [:]
         /// The libev libraries' loop, made for the first ``EvLibevSource``.
-        var library: LibraryLoop?
+        @exclusivity(unchecked) var library: LibraryLoop?
         /// ``library`` while one of its version-1 watchers is started: the loop sleeps in it.
-        var watchedLibrary: LibraryLoop?
+        @exclusivity(unchecked) var watchedLibrary: LibraryLoop?
+        /// The buffer ``takeReady()`` handed out last, emptied and swapped in at the next call,
+        /// so that taking what fired allocates nothing.
+        @exclusivity(unchecked) var readySpare: [(token: Int, events: Int32)] = []
     }
 
     func madeWatcherTables() -> WatcherTables {
@@ -91,7 +94,10 @@ extension EvBackend {
             library.tokens.append(token)
             watcherTables?.watchedLibrary = library
             // Callbacks held while no mode with the source ran (R37): their turn now.
-            if library.holdsEvents { noteReady(token, Self.readable) }
+            if library.holdsEvents {
+                libraryEventsArrived = true
+                hasReady = true
+            }
         case nil: break
         }
     }
@@ -126,9 +132,10 @@ extension EvBackend {
         refreshHasReady()
     }
 
-    /// Brings ``hasReady`` up to date after ``ready`` or the descriptors watched changed.
+    /// Brings ``hasReady`` up to date after ``ready``, the descriptors watched or the libev
+    /// libraries' news (``libraryEventsArrived``) changed.
     func refreshHasReady() {
-        hasReady = !ready.isEmpty || descriptors?.hasAlwaysReady == true
+        hasReady = !ready.isEmpty || libraryEventsArrived || descriptors?.hasAlwaysReady == true
     }
 
     /// The watchers that fired since the last call. Descriptors come in the order the kernel
@@ -137,11 +144,12 @@ extension EvBackend {
         if let descriptors, descriptors.hasAlwaysReady {
             for (token, events) in descriptors.collect() { noteReady(token, events) }
         }
-        defer {
-            ready.removeAll(keepingCapacity: true)
-            refreshHasReady()
-        }
-        return ready
+        defer { refreshHasReady() }
+        guard !ready.isEmpty else { return [] }
+        let tables = madeWatcherTables()
+        tables.readySpare.removeAll(keepingCapacity: true)  // its last taker has let it go
+        swap(&ready, &tables.readySpare)
+        return tables.readySpare
     }
 
     /// The loop's descriptor set, made and watched by libev at first use; `nil` when the

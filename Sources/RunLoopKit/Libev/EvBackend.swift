@@ -43,6 +43,9 @@ final class EvBackend: LoopWaiter {
     /// libev's epoll descriptor, or -1 if it could not be told (see ``backendDescriptor(expected:holding:)``).
     var backendFD: Int32 = -1
     private(set) var destroyed = false
+    /// The libev libraries' watchers have events the engine has not taken yet (see
+    /// EvBackend+LibraryLoop.swift). Next to ``destroyed``, in padding the object has anyway.
+    @exclusivity(unchecked) var libraryEventsArrived = false
     /// The deadline: what was asked for, what the timerfd holds (see ``DeadlineState``). Changed
     /// by the loop's thread, and by other threads only with the loop's lock and
     /// ``deadlineLock`` held (R44); so the loop's thread takes ``deadlineLock`` wherever it does
@@ -58,7 +61,7 @@ final class EvBackend: LoopWaiter {
     /// The timerfd could not be made or armed for the planned deadline: the fallback stands in.
     @exclusivity(unchecked) var deadlineUnarmed = false
     /// The watchers of version-1 sources, made with the first (see ``WatcherTables``).
-    var watcherTables: WatcherTables?
+    @exclusivity(unchecked) var watcherTables: WatcherTables?
     /// Callers' descriptors, watched in a set of the loop's own (made at first use).
     @exclusivity(unchecked) var descriptors: DescriptorSet?
     var descriptorsWatcher: UnsafeMutablePointer<ev_io>?
@@ -66,8 +69,9 @@ final class EvBackend: LoopWaiter {
     @exclusivity(unchecked) var mainQueueWatcher: UnsafeMutablePointer<ev_io>?
     /// Tokens whose watchers fired during the last wait, with what fired.
     @exclusivity(unchecked) var ready: [(token: Int, events: Int32)] = []
-    /// Whether a watcher reported readiness not yet taken with ``takeReady()``, or a watched
-    /// descriptor is always ready (see ``DescriptorSet``): kept with ``ready``, read every pass.
+    /// Whether a watcher reported readiness not yet taken with ``takeReady()``, a watched
+    /// descriptor is always ready (see ``DescriptorSet``), or the libev libraries' watchers have
+    /// events (``libraryEventsArrived``): kept with them, read every pass.
     @exclusivity(unchecked) var hasReady = false
     /// Internal watchers libev stopped with `EV_ERROR` (their `epoll_ctl` failed), with `errno`.
     @exclusivity(unchecked) var failedWatchers: [(watcher: UnsafeMutablePointer<ev_io>, errno: Int32)] = []

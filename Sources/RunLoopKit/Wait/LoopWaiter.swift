@@ -73,6 +73,9 @@ protocol LoopWaiter: AnyObject {
     func withLibraryLoop<Result, Failure: Error>(
         _ call: StaticString, _ body: (OpaquePointer) throws(Failure) -> Result
     ) throws(Failure) -> Result
+    /// Whether the library loop's watchers have events the engine has not taken yet (loop's
+    /// thread); clears that. ``hasReady`` is true while they do.
+    func takeLibraryEvents() -> Bool
     /// Runs the callbacks of the library loop's pending watchers (loop's thread, the version-1
     /// step, R38), then checks what they may not do.
     func runLibraryCallbacks()

@@ -164,6 +164,7 @@ final class VirtualWaiter: LoopWaiter, @unchecked Sendable {
     ) throws(Failure) -> Result {
         fatalError("\(call): a loop on the virtual wait has no libev loop")
     }
+    func takeLibraryEvents() -> Bool { false }
     func runLibraryCallbacks() {}
     func watchMainQueue(_ watch: Bool) {}
     func takeMainQueueSignal() -> Bool { false }
