@@ -26,11 +26,13 @@ extension EvBackend {
         if checked { checkOwnDescriptorOrStop(watcher.pointee.fd, call: call) }
         ev_io_start(loop, watcher)
         mayHavePendingWatchers = true
+        ownWatchersChanged = true
     }
 
     /// Stops one of the loop's own watchers for good (or until started again).
     func stopInternalWatcher(_ watcher: UnsafeMutablePointer<ev_io>) {
         ev_io_stop(loop, watcher)
+        ownWatchersChanged = true
         failedWatchers.removeAll { $0.watcher == watcher }
     }
 

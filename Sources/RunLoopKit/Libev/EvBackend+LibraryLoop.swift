@@ -21,7 +21,7 @@ extension EvBackend {
         }
         ev_cleanup_start(library.loop, library.cleanup)
         clibev_embed_init(library.embed, loop)
-        ev_embed_start(library.loop, library.embed)
+        startEmbedding(library)
         madeWatcherTables().library = library
         // The embedding's epoll_ctl is made in the next ev_run: make it now, so a refusal stops here.
         pollLibraryLoop(library)
@@ -36,6 +36,8 @@ extension EvBackend {
     /// The sleep while a mode with an ``EvLibevSource`` runs: `ev_run` of the libraries' loop,
     /// which embeds this one. Then checks that its callbacks are still RunLoopKit's.
     func sleepInLibraryLoop(_ library: LibraryLoop) {
+        reifyOwnWatchers()
+        if reasons.pointee != 0 { return }  // the reify ran this loop's watchers: the wait is over
         library.hookRan = false
         library.polled = false
         let iteration = ev_iteration(library.loop)
@@ -54,9 +56,19 @@ extension EvBackend {
 
     /// Looks at the libraries' loop without blocking (a poll while a mode with the source runs).
     func pollLibraryLoop(_ library: LibraryLoop) {
+        reifyOwnWatchers()
         library.runDepth += 1
         ev_run(library.loop, Int32(EVRUN_NOWAIT))
         library.runDepth -= 1
+    }
+
+    /// Has libev make the `epoll_ctl` calls for this loop's own watchers started or stopped since
+    /// the last time, before a wait in the libraries' loop, which sees this loop only through
+    /// its epoll descriptor.
+    private func reifyOwnWatchers() {
+        guard ownWatchersChanged else { return }
+        ownWatchersChanged = false
+        ev_run(loop, Int32(EVRUN_NOWAIT))
     }
 
     /// libev stopped the embedding's watcher after its `epoll_ctl` failed (`ENOMEM`, `ENOSPC`):
@@ -68,7 +80,16 @@ extension EvBackend {
             "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:): epoll_ctl keeps refusing the run loop's epoll descriptor in the libev loop for EvLibevSource")
         failedWatchers.removeAll { $0.watcher == library.embedIO }
         ev_embed_stop(library.loop, library.embed)
+        startEmbedding(library)
+    }
+
+    /// Starts the embedding without its prepare watcher, which would reify this loop's watcher
+    /// changes before every poll of the libraries' loop: they all come from this backend
+    /// (start/stopInternalWatcher), which marks them, and the sleep reifies only then.
+    private func startEmbedding(_ library: LibraryLoop) {
         ev_embed_start(library.loop, library.embed)
+        ev_prepare_stop(library.loop, library.embedPrepare)
+        ownWatchersChanged = true
     }
 
     /// The libraries' loop for `call` (made if needed) while `body` runs library code; then
@@ -102,6 +123,7 @@ extension EvBackend {
         }
         ev_invoke_pending(library.loop)
         library.placeholders = 0
+        library.pendingAfterHook = 0
         checkLibraryCode(library, "EvLibevSource (a libev library's callback)")
         library.batches &+= 1
         if library.batches % LibraryLoop.auditInterval == 0 { library.auditDue = true }

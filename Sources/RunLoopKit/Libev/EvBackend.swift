@@ -46,6 +46,9 @@ final class EvBackend: LoopWaiter {
     /// The libev libraries' watchers have events the engine has not taken yet (see
     /// EvBackend+LibraryLoop.swift). Next to ``destroyed``, in padding the object has anyway.
     @exclusivity(unchecked) var libraryEventsArrived = false
+    /// This loop's own watchers changed since its last `ev_run`: a wait in the libev libraries'
+    /// loop, which embeds this one, has libev make their `epoll_ctl` calls first.
+    @exclusivity(unchecked) var ownWatchersChanged = false
     /// The deadline: what was asked for, what the timerfd holds (see ``DeadlineState``). Changed
     /// by the loop's thread, and by other threads only with the loop's lock and
     /// ``deadlineLock`` held (R44); so the loop's thread takes ``deadlineLock`` wherever it does

@@ -14,7 +14,7 @@ import Musl
 /// loop would spin. Here the libraries' watchers have a set of their own. While a mode that holds
 /// an ``EvLibevSource`` runs, the loop sleeps in this loop's `ev_run`, which embeds the run
 /// loop's own (`ev_embed`: that loop's epoll descriptor is watched here, and its watcher changes
-/// are made before each poll), so every wake-up still ends the sleep. While another mode runs,
+/// are made before a wait here), so every wake-up still ends the sleep. While another mode runs,
 /// the loop sleeps in its own `ev_run`, and the libraries' descriptors and timers wait in their
 /// set, as CF's per-mode epoll sets make them wait.
 ///
@@ -27,7 +27,8 @@ final class LibraryLoop {
     let loop: OpaquePointer
     /// The run loop's wait, which owns this object (so never gone while it is used).
     unowned(unsafe) let backend: EvBackend
-    /// Embeds the run loop's own `ev_loop`; its watchers are this loop's own.
+    /// Embeds the run loop's own `ev_loop`; its watchers are this loop's own (the prepare one
+    /// stopped, see EvBackend+LibraryLoop.swift).
     let embed: UnsafeMutablePointer<ev_embed>
     let embedIO: UnsafeMutablePointer<ev_io>
     let embedPrepare: UnsafeMutablePointer<ev_prepare>
@@ -125,6 +126,8 @@ final class LibraryLoop {
                 backend.reasons.pointee |= WakeReasons.watcher.rawValue
             }
             pendingAfterHook = ev_pending_count(loop)
+        } else {
+            pendingAfterHook = pending
         }
         // The wait is over (a wake-up the embedded loop ran, the libraries' events): no poll.
         if backend.reasons.pointee != 0 { ev_break(loop, Int32(EVBREAK_ONE)) }
