@@ -13,6 +13,9 @@ let package = Package(
     ],
     dependencies: [
         .package(name: "RunLoopKit", path: ".."),
+        // hiredis with its libev adapter and a redis-server, for scenario hiredis (make
+        // bench-deps installs libhiredis-dev and redis-server).
+        .package(name: "HiredisOnRunLoop", path: "../Examples/HiredisOnRunLoop"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.65.0"),
@@ -31,6 +34,16 @@ let package = Package(
             name: "CCFRunLoop",
             path: "CCFRunLoop"
         ),
+        // Scenario hiredis's client, on both loops. A target of its own: hiredis's libev adapter
+        // brings libev's header into a second C module, which BenchLibev's users must not see.
+        .target(
+            name: "HiredisBench",
+            dependencies: [
+                .product(name: "RunLoopKit", package: "RunLoopKit"),
+                .product(name: "CHiredis", package: "HiredisOnRunLoop"),
+            ],
+            path: "HiredisBench"
+        ),
         .executableTarget(
             name: "RunLoopBench",
             dependencies: [
@@ -41,6 +54,8 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                "HiredisBench",
+                .product(name: "RedisServer", package: "HiredisOnRunLoop"),
             ],
             path: "RunLoopBench"
         ),

@@ -204,12 +204,25 @@ enum HelpText {
           stallmonitor.busy.plain / .monitored   ns per iteration
           stallmonitor.busy.overhead             ns per iteration the monitor adds
           stallmonitor.idle.cpu                  µs of CPU per second of sleep
+
+        hiredis: round trips per second through hiredis's async client attached \
+        with its libev adapter (redisLibevAttach) to (a) an EvLibevSource of a \
+        RunLoopKit loop running its default mode and (b) a plain libev loop \
+        (ev_loop_new, ev_run), against one redis-server the scenario starts on \
+        127.0.0.1 (persistence off) and stops. Each sample: a fresh thread, loop \
+        and connection (made before the clock starts), SET and GET in turn; \
+        samples alternate backends, 3 per round; every reply is checked. Client \
+        and server share the loop CPU (a round trip is two context switches). Needs \
+        libhiredis-dev and redis-server (make installs them). In the gate.
+          hiredis.pipelined.rate   200,000 round trips sent at once, k/s (median)
+          hiredis.sequential.rate  10,000 round trips, each sent from the previous \
+                                   reply's callback, k/s (median)
         """
 
     static let gate = """
         Runs the scenarios that gate.json's limits refer to (wakeup unpinned, \
         perform, timers, timercpu's 100 loops × 100 Hz, scaling at N = 1e5, \
-        footprint, actorhop, and the instruction counts it names), \
+        footprint, actorhop, hiredis, and the instruction counts it names), \
         measuring only the backends compared, then checks \
         each limit: the ratio subject/against of a figure from this same run \
         (subject: runloopkit unless the file says otherwise) must stay ≤ max, or ≥ \

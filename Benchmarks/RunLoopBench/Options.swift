@@ -5,6 +5,7 @@ import Foundation
 /// The scenarios, in the order the standard run measures them.
 enum ScenarioID: String, CaseIterable, ExpressibleByArgument, Sendable {
     case wakeup, perform, timers, timercpu, scaling, modes, footprint, mainqueue, actorhop, stallmonitor, instructions
+    case hiredis
 
     /// The scenario whose figures have ids starting `<prefix>.`.
     init?(figure id: String) {
@@ -141,6 +142,8 @@ struct BenchOptions: ParsableArguments {
         case .instructions:
             InstructionsScenario(backends: Set(backends.map(\.id)).union(peers), quick: quick,
                                  onlyFigures: onlyFigures, operations: operations).run()
+        case .hiredis:
+            HiredisScenario(rounds: rounds, pipelined: quick ? 20_000 : 200_000, sequential: quick ? 1_000 : 10_000).run(backends)
         case .actorhop:
             // The default actor is no `Backend`: it is measured unless --backend leaves it out.
             ActorHopScenario(samplesPerRound: hops, rounds: rounds,

@@ -23,6 +23,7 @@ struct TableReport {
         "actorhop": "Actor hop round trip (await actor.method())",
         "stallmonitor": "Stall monitor overhead",
         "instructions": "Instructions per operation (callgrind; all threads, set-up excluded)",
+        "hiredis": "hiredis round trips (redisLibevAttach: EvLibevSource vs a plain libev loop)",
     ]
 
     /// The columns of a table: backends, ratio pairs, and whether to show the goal and status.
