@@ -44,6 +44,17 @@ import TestSupport
         }
     }
 
+    /// While a mode holding an EvLibevSource runs, the loop sleeps in the libev libraries' loop,
+    /// which embeds its own: inside that loop's `ev_run`, in `epoll_wait`.
+    @Test func aLoopRunningAModeWithAnEvLibevSourceSleepsInLibev() {
+        expectSleepsInLibev { loop in
+            let source = EvLibevSource()
+            loop.add(source, forMode: .default)
+            _ = loop.run(mode: .default, timeout: nil)
+            source.invalidate()
+        }
+    }
+
     /// After 1,000 wake-ups (each a source signalled from another thread) it still sleeps there.
     @Test func aLoopAfterAThousandWakeUpsSleepsInLibev() {
         let handled = Latch()
