@@ -41,7 +41,7 @@
 public final class EvLibevSource: EvVersion1Source, @unchecked Sendable {
     private let binding: LibevBinding
 
-    /// A source in no loop yet. Add it to a loop's modes with
+    /// A source in no loop yet (any thread). Add it to a loop's modes with
     /// ``EvRunLoop/add(_:forMode:)-(EvVersion1Source,_)``, from any thread; from its first add it
     /// belongs to that loop for good (adding it to another loop stops with a message).
     public init() {
@@ -90,6 +90,7 @@ public final class EvLibevSource: EvVersion1Source, @unchecked Sendable {
     }
 
     /// Whether the source is usable: false once invalidated or once its loop's thread exited.
+    /// Safe from any thread.
     public var isValid: Bool { source1Core.isValid }
 
     /// Removes the source from every mode for good: its detach handlers (``onDetach(_:)``) run
