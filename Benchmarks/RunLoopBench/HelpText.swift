@@ -211,7 +211,7 @@ enum HelpText {
         (ev_loop_new, ev_run), against one redis-server the scenario starts on \
         127.0.0.1 (persistence off) and stops. Each sample: a fresh thread, loop \
         and connection (made before the clock starts), SET and GET in turn; \
-        samples alternate backends, 3 per round; every reply is checked. Client \
+        samples alternate backends, 5 per round; every reply is checked. Client \
         and server share the loop CPU (a round trip is two context switches). Needs \
         libhiredis-dev and redis-server (make installs them). In the gate.
           hiredis.pipelined.rate   200,000 round trips sent at once, k/s (median)

@@ -13,7 +13,7 @@ struct HiredisScenario {
     var rounds: Int
     var pipelined = 200_000
     var sequential = 10_000
-    var samplesPerRound = 3
+    var samplesPerRound = 5
 
     func run(_ backends: [any Backend]) -> [Figure] {
         let ids = backends.map(\.id).filter { $0 == .runloopkit || $0 == .libev }
@@ -28,11 +28,11 @@ struct HiredisScenario {
         }
         defer { server.stop() }
         for id in ids {
-            for load in HiredisLoad.allCases { _ = measure(id, load, count: 500, port: server.port) }
+            for load in HiredisLoad.allCases { _ = measure(id, load, count: load == .pipelined ? pipelined / 4 : 500, port: server.port) }
         }
         var rates: [HiredisLoad: [BackendID: [Double]]] = [:]
         for round in 0..<rounds {
-            log("hiredis: round \(round + 1)/\(rounds), \(pipelined) pipelined and \(sequential) sequential round trips per sample")
+            Progress.shared.round(round, of: rounds, "\(pipelined) pipelined and \(sequential) sequential round trips per sample")
             for sample in 0..<samplesPerRound {
                 for load in HiredisLoad.allCases {
                     for id in rotated(ids, by: round + sample) {

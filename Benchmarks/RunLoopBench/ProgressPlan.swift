@@ -80,6 +80,9 @@ extension BenchOptions {
         case .instructions:
             return InstructionsScenario(backends: backends.union(peers), quick: quick,
                                         onlyFigures: onlyFigures, operations: operations).expectedSeconds
+        case .hiredis:
+            // Five samples of each load per round and backend, about 0.4 s a pair at full size.
+            return rounds * 5 * Double(backends.intersection([.runloopkit, .libev]).count) * (quick ? 0.04 : 0.4) + 1
         }
     }
 }

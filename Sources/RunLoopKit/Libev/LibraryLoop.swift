@@ -118,14 +118,17 @@ final class LibraryLoop {
                 ev_invoke_pending(loop)
                 placeholders = 0
             } else {
-                placeholders += runOwn(embedIO) + runOwn(embedPrepare) + runOwn(embedFork)
-                if let fallback { placeholders += runOwn(fallback) }
+                if own != 0 {
+                    placeholders += runOwn(embedIO) + runOwn(embedPrepare) + runOwn(embedFork)
+                    if let fallback { placeholders += runOwn(fallback) }
+                }
                 holdsEvents = true
                 backend.libraryEventsArrived = true
                 backend.hasReady = true
                 backend.reasons.pointee |= WakeReasons.watcher.rawValue
             }
-            pendingAfterHook = ev_pending_count(loop)
+            // Running the loop's own may have fed more (the embedded loop's run): count again.
+            pendingAfterHook = own == 0 ? pending : ev_pending_count(loop)
         } else {
             pendingAfterHook = pending
         }
