@@ -55,7 +55,7 @@ let package = Package(
             dependencies: ["RunLoopKit", "CEpoll", "CLibev", "MainLoopHarness", "AsyncMainHarness", "FaultHarness", "TestSupport"],
             path: "Tests/RunLoopKitTests"
         ),
-        // Fault injection (issue 10): wrappers of epoll_ctl, epoll_wait, eventfd, timerfd_create,
+        // Fault injection: wrappers of epoll_ctl, epoll_wait, eventfd, timerfd_create,
         // timerfd_settime, read and write that fail chosen calls with a chosen errno. Linked into
         // FaultHarness only, whose definitions then stand in for libc's, libev's calls included.
         .target(
@@ -82,7 +82,7 @@ let package = Package(
             dependencies: ["RunLoopKit"],
             path: "Tests/AsyncMainHarness"
         ),
-        // Runnable examples of the components (issue #5): `swift run KeepAliveWorker` etc.
+        // Runnable examples of the components: `swift run KeepAliveWorker` etc.
         .executableTarget(name: "KeepAliveWorker", dependencies: ["RunLoopKit"], path: "Examples/KeepAliveWorker"),
         .executableTarget(name: "CommonModeTimer", dependencies: ["RunLoopKit"], path: "Examples/CommonModeTimer"),
         .executableTarget(name: "StallMonitorDemo", dependencies: ["RunLoopKit"], path: "Examples/StallMonitorDemo"),

@@ -13,8 +13,8 @@ public enum EvFrameTickerError: Error, Sendable, Equatable, CustomStringConverti
     }
 }
 
-/// A frame clock for UI-like work, in the manner of `CADisplayLink` (seed 001's FPS label, the
-/// frame monitors of Matrix): calls back at a fixed rate in chosen modes, counting the frames it
+/// A frame clock for UI-like work, in the manner of `CADisplayLink` (an FPS label, a frame
+/// monitor): calls back at a fixed rate in chosen modes, counting the frames it
 /// could not deliver.
 ///
 /// Frames sit on a fixed grid — frame *k* is due at `start + k × interval` — so scheduling never
@@ -26,8 +26,8 @@ public enum EvFrameTickerError: Error, Sendable, Equatable, CustomStringConverti
 /// `delivered frames / (frames elapsed × interval)`.
 ///
 /// The loop holds the ticker's timer, but not the ticker: dropping the last reference to it
-/// invalidates it (unlike `CADisplayLink`, which the run loop retains — seed 001's weak-proxy
-/// workaround is not needed).
+/// invalidates it (unlike `CADisplayLink`, which the run loop retains — no weak-proxy
+/// workaround is needed).
 public final class EvFrameTicker: Sendable {
     /// The frame grid: frame `index` is due at `start + index × interval`.
     public struct Grid: Sendable, Equatable {

@@ -49,7 +49,7 @@ public final class EvDelayedPerform: Sendable {
 
 extension EvRunLoop {
     /// Runs `block` on this loop's thread once `delay` has passed and one of `modes` runs
-    /// (Foundation's `perform(_:with:afterDelay:inModes:)`, seed 002): a one-shot timer (R43) in
+    /// (Foundation's `perform(_:with:afterDelay:inModes:)`): a one-shot timer (R43) in
     /// each of `modes`, so it follows the timer rules — it never fires early (R46), a mode that
     /// is not running holds it back and it fires once when the mode comes back (R41), and while
     /// pending it keeps its modes from being empty (R16).

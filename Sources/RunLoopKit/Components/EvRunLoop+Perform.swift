@@ -18,13 +18,13 @@ public enum EvPerformError: Error, Sendable, Equatable, CustomStringConvertible 
 
 extension EvRunLoop {
     /// Runs `block` on this loop's thread in one of `modes`, like Foundation's
-    /// `perform(_:on:with:waitUntilDone:modes:)` (seed 002).
+    /// `perform(_:on:with:waitUntilDone:modes:)`.
     ///
     /// The block is scheduled as a perform-block (R54, R55) and the loop is woken, so unlike
     /// ``perform(inModes:_:)`` a sleeping loop need not be woken by the caller. It runs only while
     /// the loop runs one of `modes` (``Mode/common`` = whichever common mode runs, R15): a block
     /// scheduled for `.default` waits out a tracking mode and runs when `.default` comes back
-    /// (seed 001's lazy image decoding).
+    /// (lazy image decoding that waits for scrolling to end).
     ///
     /// - Thread: any. With `waitUntilDone` on the loop's own thread the block runs at once,
     ///   before this call returns, whatever mode is running (as Foundation does). With

@@ -108,7 +108,7 @@ public struct EvStallBacktrace: Sendable, CustomStringConvertible {
     /// `ImageMap.capture()` lists the file mappings of `/proc/self/maps`, then reads each one's
     /// ELF header straight from memory: a mapping unmapped in between — a library `dlclose`d by
     /// any thread, or the image cache another watchdog thread frees as it exits — is a SIGSEGV
-    /// on the watchdog (issue 10, point 6). Capturing with a ``ProcessMemoryReader`` reads
+    /// on the watchdog. Capturing with a ``ProcessMemoryReader`` reads
     /// through `process_vm_readv` instead, which fails with `EFAULT` on an unmapped address: the
     /// vanished image is then left out (its frames get no image name) and the capture goes on.
     /// Where `process_vm_readv` is forbidden (a seccomp filter) every read fails the same way and

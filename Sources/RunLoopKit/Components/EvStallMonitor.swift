@@ -27,7 +27,7 @@ public enum EvStallMonitorError: Error, Sendable, Equatable, CustomStringConvert
     }
 }
 
-/// A stall ("卡顿") monitor for a run loop (seeds 000, 001): reports when the loop stays too long
+/// A stall ("卡顿") monitor for a run loop: reports when the loop stays too long
 /// in one phase of an iteration.
 ///
 /// An observer (order `Int.min`, in ``Configuration/modes``, typically the common modes of the
@@ -35,7 +35,7 @@ public enum EvStallMonitorError: Error, Sendable, Equatable, CustomStringConvert
 /// time after BeforeSources is spent in perform-blocks and version-0 sources (R20 steps 3–5), the
 /// time after AfterWaiting in timers, version-1 sources and the main queue (R20 steps 11–12): when
 /// the loop stays in either for ``Configuration/threshold`` ``Configuration/consecutiveThresholds``
-/// times in a row (80 ms × 3 by default, as in the seeds) without entering another phase, one
+/// times in a row (80 ms × 3 by default, the usual choice of CF stall monitors) without entering another phase, one
 /// ``Report`` is made for that phase — with the loop, the mode, the phase, how long so far and,
 /// where the platform allows, a backtrace of the stalled thread (see ``EvStallBacktrace``). A
 /// loop asleep (BeforeWaiting) is idle, not stalled.
@@ -77,7 +77,7 @@ public final class EvStallMonitor: Sendable {
         /// The watchdog thread's name (15 bytes at most are kept).
         public var watchdogName: String
 
-        /// The seeds' defaults: 80 ms × 3 in the common modes, symbolicated backtraces, stderr.
+        /// The usual defaults: 80 ms × 3 in the common modes, symbolicated backtraces, stderr.
         ///
         /// - Precondition: `threshold` is positive and `consecutiveThresholds` at least 1.
         public init(

@@ -12,7 +12,7 @@ import Musl
 /// fully exited, its run loop torn down by the thread-exit destructor, R4). Ending it from its
 /// own thread cannot join; the thread is then marked to detach itself when its body returns, so
 /// it never lingers as an unjoined zombie. Foundation's `Thread` is not used: it cannot be joined,
-/// and seed 004's leak test needs "stopped" to mean "gone".
+/// and a leak check needs "stopped" to mean "gone".
 final class EvThreadHandle: Sendable {
     private enum Phase {
         /// The body runs (or has returned) and nobody has claimed the join yet.

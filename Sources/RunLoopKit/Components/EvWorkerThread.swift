@@ -31,7 +31,7 @@ public enum EvWorkerThreadError: Error, Sendable, Equatable, CustomStringConvert
     }
 }
 
-/// A keep-alive thread: a thread whose run loop waits for work (seeds 000, 001, 004).
+/// A keep-alive thread: a thread whose run loop waits for work.
 ///
 /// The thread runs its loop's default mode with a private keep-alive source, so it sleeps
 /// without spinning until work arrives. Work is scheduled as perform-blocks in the loop's common
@@ -39,7 +39,7 @@ public enum EvWorkerThreadError: Error, Sendable, Equatable, CustomStringConvert
 /// were submitted (R55), on the worker's thread.
 ///
 /// ``stop(waitUntilExited:)`` runs everything submitted before it, then ends the run loop and
-/// the thread — and, unlike seed 004's `[NSRunLoop run]` trap, the thread really exits: its loop
+/// the thread — and, unlike the `[NSRunLoop run]` trap (W13), the thread really exits: its loop
 /// is torn down (R4) and, from another thread, `stop` joins it, so nothing of it remains once
 /// `stop` returns. Dropping the last reference to the worker stops it the same way. Submitting
 /// after `stop` throws ``EvWorkerThreadError/stopped``; nothing is silently dropped.
