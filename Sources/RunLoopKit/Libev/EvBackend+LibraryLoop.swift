@@ -34,15 +34,28 @@ extension EvBackend {
     }
 
     /// The sleep while a mode with an ``EvLibevSource`` runs: `ev_run` of the libraries' loop,
-    /// which embeds this one. Then checks that its callbacks are still RunLoopKit's.
+    /// which embeds this one.
     func sleepInLibraryLoop(_ library: LibraryLoop) {
         reifyOwnWatchers()
         if reasons.pointee != 0 { return }  // the reify ran this loop's watchers: the wait is over
+        runLibraryLoop(library, Int32(EVRUN_ONCE))
+        if clibev_is_active(library.embedIO) == 0 { restartEmbedding(library) }
+    }
+
+    /// Looks at the libraries' loop without blocking (a poll while a mode with the source runs).
+    func pollLibraryLoop(_ library: LibraryLoop) {
+        reifyOwnWatchers()
+        runLibraryLoop(library, Int32(EVRUN_NOWAIT))
+    }
+
+    /// One `ev_run` of the libraries' loop; then checks that its callbacks are still RunLoopKit's
+    /// (every `ev_run` invokes the pending callbacks, and calls the release callback if it polls).
+    private func runLibraryLoop(_ library: LibraryLoop, _ flags: Int32) {
         library.hookRan = false
         library.polled = false
         let iteration = ev_iteration(library.loop)
         library.runDepth += 1
-        ev_run(library.loop, Int32(EVRUN_ONCE))
+        ev_run(library.loop, flags)
         library.runDepth -= 1
         require(
             library.hookRan,
@@ -51,15 +64,6 @@ extension EvBackend {
         require(
             library.polled || ev_iteration(library.loop) == iteration,
             "EvLibevSource: the release callback of its libev loop was replaced (ev_set_loop_release_cb); RunLoopKit's must see each poll")
-        if clibev_is_active(library.embedIO) == 0 { restartEmbedding(library) }
-    }
-
-    /// Looks at the libraries' loop without blocking (a poll while a mode with the source runs).
-    func pollLibraryLoop(_ library: LibraryLoop) {
-        reifyOwnWatchers()
-        library.runDepth += 1
-        ev_run(library.loop, Int32(EVRUN_NOWAIT))
-        library.runDepth -= 1
     }
 
     /// Has libev make the `epoll_ctl` calls for this loop's own watchers started or stopped since

@@ -100,7 +100,7 @@ import TestSupport
                 let source = EvLibevSource()
                 loop.add(source, forMode: .default)
                 source.withEventLoop { ev_set_invoke_pending_cb($0) { ev_invoke_pending($0) } }
-                loop.run(mode: .default, timeout: .milliseconds(10))
+                loop.run(mode: .default, timeout: .seconds(30))  // stops at its first sleep
             }
         }
         #expect(message(result).contains("the invoke-pending callback of its libev loop was replaced"))
@@ -112,7 +112,7 @@ import TestSupport
                 let source = EvLibevSource()
                 loop.add(source, forMode: .default)
                 source.withEventLoop { ev_set_loop_release_cb($0, { _ in }, { _ in }) }
-                loop.run(mode: .default, timeout: .milliseconds(10))
+                loop.run(mode: .default, timeout: .seconds(30))  // stops at its first sleep
             }
         }
         #expect(message(result).contains("the release callback of its libev loop was replaced"))
@@ -126,7 +126,7 @@ import TestSupport
                 let watcher = UnsafeMutablePointer<ev_signal>.allocate(capacity: 1)
                 clibev_signal_init(watcher, { _, _, _ in }, SIGUSR2)
                 source.withEventLoop { ev_signal_start($0, watcher) }
-                loop.run(mode: .default, timeout: .milliseconds(10))
+                loop.run(mode: .default, timeout: .seconds(30))  // stops at its first sleep
             }
         }
         #expect(message(result).contains("a libev library watches a signal with ev_signal"))
@@ -165,7 +165,7 @@ import TestSupport
                 let watcher = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
                 clibev_io_init(watcher, { _, _, _ in }, own, Int32(EV_READ))
                 source.withEventLoop { ev_io_start($0, watcher) }
-                loop.run(mode: .default, timeout: .milliseconds(10))
+                loop.run(mode: .default, timeout: .seconds(30))  // stops at its first sleep
             }
         }
         #expect(message(result).contains("a libev library watches descriptor"))
