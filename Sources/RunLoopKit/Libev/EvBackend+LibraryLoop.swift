@@ -57,13 +57,18 @@ extension EvBackend {
         library.runDepth += 1
         ev_run(library.loop, flags)
         library.runDepth -= 1
-        require(
-            library.hookRan,
-            "EvLibevSource: the invoke-pending callback of its libev loop was replaced (ev_set_invoke_pending_cb); RunLoopKit's decides when the libraries' callbacks run")
+        requireOwnInvokePending(library)
         // libev counts an iteration just before its poll; a break before it polls nothing.
         require(
             library.polled || ev_iteration(library.loop) == iteration,
             "EvLibevSource: the release callback of its libev loop was replaced (ev_set_loop_release_cb); RunLoopKit's must see each poll")
+    }
+
+    /// Stops unless RunLoopKit's invoke-pending callback ran in this `ev_run` of the libraries' loop.
+    func requireOwnInvokePending(_ library: LibraryLoop) {
+        require(
+            library.hookRan,
+            "EvLibevSource: the invoke-pending callback of its libev loop was replaced (ev_set_invoke_pending_cb); RunLoopKit's decides when the libraries' callbacks run")
     }
 
     /// Has libev make the `epoll_ctl` calls for this loop's own watchers started or stopped since

@@ -140,6 +140,8 @@ final class LibraryLoop {
     private func enteringPoll() {
         backend.isInLibevPoll.store(true, ordering: .relaxed)
         polled = true
+        // Every ev_run invokes the pending callbacks before it polls: checked before it blocks.
+        backend.requireOwnInvokePending(self)
         if auditDue { backend.auditLibraryDescriptors(self) }
         // Pending since the invoke-pending callback: libev would block with them; return at once.
         if ev_pending_count(loop) != pendingAfterHook { _ = backend.wake.kick() }
