@@ -48,6 +48,7 @@ extension EvBackend {
 
     /// The loop's thread, asked by ``bringDeadlineForward(to:)``: arms the deadline asked for,
     /// making the timerfd if needed; the fallback timer holds it if that fails.
+    @inline(never)
     func armRequestedDeadline() {
         let armed = withDeadline { state in
             if state.timerFD < 0 && state.requested.date != .distantFuture { makeTimerDescriptor(&state) }
@@ -59,8 +60,13 @@ extension EvBackend {
     /// Sets the timerfd to `target` unless it holds it already (see ``deadline`` for the locks).
     /// Returns false when that cannot be done: no timerfd for a finite date, or
     /// `timerfd_settime` failed (what it holds is then unknown, so the next call sets it).
+    @inline(__always)
     func arm(_ target: KernelTimerSetting, _ state: inout DeadlineState) -> Bool {
-        if state.armed == target { return true }  // also "no timerfd yet" for no deadline
+        state.armed == target || setTimer(target, &state)  // equal also when no timerfd and no deadline
+    }
+
+    @inline(never)
+    private func setTimer(_ target: KernelTimerSetting, _ state: inout DeadlineState) -> Bool {
         guard state.timerFD >= 0 else { return false }
         var spec = itimerspec()
         if target.date != .distantFuture {
@@ -79,6 +85,7 @@ extension EvBackend {
     /// Makes the timerfd and has libev watch it (loop's thread; see ``deadline``). If the
     /// process has no descriptor left (or the kernel refuses), it stays unmade: the fallback
     /// timer holds this deadline, and the next one tries again.
+    @inline(never)
     func makeTimerDescriptor(_ state: inout DeadlineState) {
         let fd = retryingEINTR { timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC)) }
         guard fd >= 0 else { return }
@@ -100,6 +107,7 @@ extension EvBackend {
 
     /// After a wake-up that the deadline ended: learns how late it came and, for a precise
     /// timer armed early on purpose, waits out the rest awake (see ``WakeLead``).
+    @inline(never)
     func finishDeadlineWakeUp() {
         let now = MonotonicTime.now()
         let waitUntil: MonotonicTime? = withDeadline { state in

@@ -37,6 +37,7 @@ extension EvBackend {
     }
 
     /// Restarts failed watchers and stands in for an unarmed deadline.
+    @inline(never)
     func repair() {
         restartFailedWatchers()
         armFallbackIfNeeded()
@@ -91,6 +92,7 @@ extension EvBackend {
         fallbackTimerActive = true
     }
 
+    @inline(never)
     func stopFallbackTimer() {
         guard let fallbackTimer else { return }
         if let library = watcherTables?.library, library.holdsFallbackTimer {
@@ -104,6 +106,7 @@ extension EvBackend {
 
     /// A blocking `ev_run` returned with nothing: libev's minute is up, or `epoll_wait` failed
     /// (reported through ``SystemErrorHook``), which is retried unless it keeps failing.
+    @inline(never)
     func checkPollFailures() {
         let count = SystemErrorHook.count
         guard count != seenSystemErrors else {

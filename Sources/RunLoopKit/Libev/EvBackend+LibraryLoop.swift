@@ -35,6 +35,7 @@ extension EvBackend {
 
     /// The sleep while a mode with an ``EvLibevSource`` runs: `ev_run` of the libraries' loop,
     /// which embeds this one.
+    @inline(never)
     func sleepInLibraryLoop(_ library: LibraryLoop) {
         reifyOwnWatchers()
         if reasons.pointee != 0 { return }  // the reify ran this loop's watchers: the wait is over
@@ -43,6 +44,7 @@ extension EvBackend {
     }
 
     /// Looks at the libraries' loop without blocking (a poll while a mode with the source runs).
+    @inline(never)
     func pollLibraryLoop(_ library: LibraryLoop) {
         reifyOwnWatchers()
         runLibraryLoop(library, Int32(EVRUN_NOWAIT))

@@ -119,6 +119,7 @@ extension EvBackend {
     }
 
     /// Reports the signals delivered since the last look to every started watcher of each.
+    @inline(never)
     func collectSignals() {
         for (signal, tokens) in signalTokens where SignalRouting.takePending(signal) {
             for token in tokens { noteReady(token, Self.readable) }

@@ -31,7 +31,9 @@ import Musl
 /// the loop against ``destroy()``.
 ///
 /// Fields of the loop's thread that every wait touches are `@exclusivity(unchecked)`: the rules
-/// above serialise every access, and the run time's dynamic check costs per access.
+/// above serialise every access, and the run time's dynamic check costs per access. The rare
+/// paths (repairs, failures, signals, the libraries' loop) are `@inline(never)`, so that the
+/// wait's common path stays small and saves few registers.
 final class EvBackend: LoopWaiter {
     let loop: OpaquePointer
     /// Wakes the loop from other threads and from signal handlers (``SignalRouting``).
@@ -232,9 +234,14 @@ final class EvBackend: LoopWaiter {
     /// libev's release callback, just before it blocks in `epoll_wait`. libev blocks even with
     /// watchers pending (an `EV_ERROR` from the `epoll_ctl` it just made for a watcher started
     /// since the last wait, say), so then the eventfd is written and the poll returns at once.
+    @inline(__always)
     private func enteringPoll() {
         isInLibevPoll.store(true, ordering: .relaxed)
-        guard mayHavePendingWatchers else { return }
+        if mayHavePendingWatchers { kickIfWatchersPending() }
+    }
+
+    @inline(never)
+    private func kickIfWatchersPending() {
         mayHavePendingWatchers = false
         if ev_pending_count(loop) != 0 { _ = wake.kick() }
     }
@@ -242,8 +249,13 @@ final class EvBackend: LoopWaiter {
     /// Ends the current or next ``sleep()`` at once. Safe from any thread.
     func wakeUp() {
         guard !destroyed, !wake.request(WakeSignal.wakeUp) else { return }
-        // The eventfd refused the write (a hard error): the request stays set; try again for a
-        // while, then stop rather than leave the loop asleep with work for it.
+        retryWakeUp()
+    }
+
+    /// The eventfd refused the write (a hard error): the request stays set; tries again for a
+    /// while, then stops rather than leave the loop asleep with work for it.
+    @inline(never)
+    private func retryWakeUp() {
         for _ in 0..<Self.retryLimit {
             sched_yield()
             if wake.kick() { return }
