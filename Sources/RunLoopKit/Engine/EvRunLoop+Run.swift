@@ -121,6 +121,7 @@ extension EvRunLoop {
     /// R20.9, R22: sleeps until the earliest of the mode's next timer and the run's deadline,
     /// a wake-up, a stop, a version-1 source or (main loop) the main queue; with `poll`, only
     /// looks. Returns whether the main queue signalled work.
+    @_transparent  // once per pass: a call would save and restore registers each time
     private func sleep(_ run: RunContext, poll: Bool, _ view: inout PassView) -> Bool {
         if isMain { waiter.watchMainQueue(run.servicesMainQueue) }
         // A poll takes the lock only to bring the watchers in step.

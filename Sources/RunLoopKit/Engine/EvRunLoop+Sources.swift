@@ -106,8 +106,13 @@ extension EvRunLoop {
 
     /// R33, R34: performs the signalled sources of `run`'s mode in (order, signal time) order; with
     /// `returnAfterSourceHandled`, only the first. Returns whether any source was performed.
+    @inline(__always)
     func performSignalledSources(_ run: RunContext) -> Bool {
-        guard hasHint(Hint.signalledSources) else { return false }
+        hasHint(Hint.signalledSources) && performSignalled(run)
+    }
+
+    @inline(never)
+    private func performSignalled(_ run: RunContext) -> Bool {
         let mode = run.mode
         let only: EvSource? = state.withLock { state in
             // The common case, one signalled source: take it at once, no list to build.

@@ -101,6 +101,7 @@ extension EvRunLoop {
     }
 
     /// Moves what the watchers reported during the last wait into the ready set (loop thread).
+    @inline(never)
     func collectReadiness() {
         let fired = waiter.takeReady()
         let libraryEvents = waiter.takeLibraryEvents()
