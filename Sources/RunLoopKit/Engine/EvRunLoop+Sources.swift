@@ -114,26 +114,37 @@ extension EvRunLoop {
     @inline(never)
     private func performSignalled(_ run: RunContext) -> Bool {
         let mode = run.mode
+        // The common case, one signalled source: taken at once, no list to build.
         let only: EvSource? = state.withLock { state in
-            // The common case, one signalled source: take it at once, no list to build.
-            if state.signalled.count == 1 { return takeOnlySignalled(in: mode, &state) }
-            // Several: listed in the loop's scratch array, which keeps its capacity between
-            // passes, so that listing and sorting them allocates nothing once it has grown.
-            for slot in 0..<state.signalled.count {
-                let source = state.signalled[slot]
-                source.state.withLock { sourceState in
-                    if sourceState.isValid, sourceState.modes.contains(mode) {
-                        readySourcesScratch.append(
-                            ReadySource(order: source.order, sequence: sourceState.signalSequence, source: source))
-                    }
-                }
-            }
-            return nil
+            state.signalled.count == 1 ? takeOnlySignalled(in: mode, &state) : listSignalled(in: mode, &state)
         }
         if let only {
             Callout.sourcePerform(only, on: self)
             return true
         }
+        return performListed(run)
+    }
+
+    /// Several signalled sources: those of `mode` are listed in the loop's scratch array, which
+    /// keeps its capacity between passes, so that listing and sorting them allocates nothing
+    /// once it has grown. Returns nil, for ``performSignalled(_:)``.
+    @inline(never)
+    private func listSignalled(in mode: Mode, _ state: inout LoopState) -> EvSource? {
+        for slot in 0..<state.signalled.count {
+            let source = state.signalled[slot]
+            source.state.withLock { sourceState in
+                if sourceState.isValid, sourceState.modes.contains(mode) {
+                    readySourcesScratch.append(
+                        ReadySource(order: source.order, sequence: sourceState.signalSequence, source: source))
+                }
+            }
+        }
+        return nil
+    }
+
+    /// Performs the sources ``listSignalled(in:_:)`` listed, each taken just before its callout.
+    @inline(never)
+    private func performListed(_ run: RunContext) -> Bool {
         // Out of the loop for the pass: a run nested in a perform finds it empty and lists its own.
         var ready = readySourcesScratch
         readySourcesScratch = []
@@ -153,6 +164,7 @@ extension EvRunLoop {
     /// The one signalled source, taken off the list (its reference moves out of it: no retain,
     /// no release) with its flag cleared, if it is valid and in `mode`; `nil`, leaving it there,
     /// if not.
+    @inline(__always)
     private func takeOnlySignalled(in mode: Mode, _ state: inout LoopState) -> EvSource? {
         let taken = state.signalled.takeOnly { source in
             source.state.withLock { sourceState in
