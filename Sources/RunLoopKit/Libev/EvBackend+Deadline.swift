@@ -96,10 +96,11 @@ extension EvBackend {
         let watcher = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
         clibev_io_init(watcher, { loop, watcher, revents in
             guard let loop, let watcher else { return }
-            let backend = EvBackend.of(loop)
-            if revents & EvBackend.failed != 0 { return backend.internalWatcherFailed(watcher) }
-            backend.withDeadline { state in state.expired(reading: watcher.pointee.fd) }
-            backend.reasons.pointee |= WakeReasons.deadline.rawValue
+            EvBackend.with(loop) { backend in
+                if revents & EvBackend.failed != 0 { return backend.internalWatcherFailed(watcher) }
+                backend.withDeadline { state in state.expired(reading: watcher.pointee.fd) }
+                backend.reasons.pointee |= WakeReasons.deadline.rawValue
+            }
         }, fd, Int32(EV_READ))
         deadlineWatcher = watcher
         startInternalWatcher(watcher, call: "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:)")

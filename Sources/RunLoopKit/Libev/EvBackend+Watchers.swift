@@ -161,9 +161,10 @@ extension EvBackend {
         let watcher = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
         clibev_io_init(watcher, { loop, watcher, revents in
             guard let loop, let watcher else { return }
-            let backend = EvBackend.of(loop)
-            if revents & EvBackend.failed != 0 { return backend.internalWatcherFailed(watcher) }
-            for (token, events) in backend.descriptors?.collect() ?? [] { backend.noteReady(token, events) }
+            EvBackend.with(loop) { backend in
+                if revents & EvBackend.failed != 0 { return backend.internalWatcherFailed(watcher) }
+                for (token, events) in backend.descriptors?.collect() ?? [] { backend.noteReady(token, events) }
+            }
         }, descriptors.descriptor, Int32(EV_READ))
         startInternalWatcher(watcher, call: "EvRunLoop.add(_:forMode:)")
         self.descriptors = descriptors

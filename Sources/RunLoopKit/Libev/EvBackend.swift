@@ -135,10 +135,10 @@ final class EvBackend: LoopWaiter {
         ev_set_userdata(loop, Unmanaged.passUnretained(self).toOpaque())
         ev_set_loop_release_cb(loop, { loop in
             guard let loop else { return }
-            EvBackend.of(loop).enteringPoll()
+            EvBackend.with(loop) { $0.enteringPoll() }
         }, { loop in
             guard let loop else { return }
-            EvBackend.of(loop).isInLibevPoll.store(false, ordering: .relaxed)
+            EvBackend.with(loop) { $0.isInLibevPoll.store(false, ordering: .relaxed) }
         })
         clibev_io_init(wakeWatcher, { loop, watcher, revents in
             guard let loop, let watcher else { return }
@@ -298,6 +298,13 @@ final class EvBackend: LoopWaiter {
 
     static func of(_ loop: OpaquePointer) -> EvBackend {
         Unmanaged<EvBackend>.fromOpaque(ev_userdata(loop)).takeUnretainedValue()
+    }
+
+    /// `body` with the backend of `loop`, borrowed: a callback runs inside its `ev_run`, while
+    /// the loop's thread holds the backend, so it needs no retain and release of its own.
+    @inline(__always)
+    static func with<Result>(_ loop: OpaquePointer, _ body: (EvBackend) -> Result) -> Result {
+        Unmanaged<EvBackend>.fromOpaque(ev_userdata(loop))._withUnsafeGuaranteedRef(body)
     }
 
     /// Handles the requests taken from ``wake``: a wake-up, signals that arrived, a deadline
