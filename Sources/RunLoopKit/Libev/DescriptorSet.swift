@@ -35,7 +35,11 @@ final class DescriptorSet {
     @exclusivity(unchecked) private var entries: [Int32: Entry] = [:]
     @exclusivity(unchecked) private var lastGeneration: UInt32 = 0
     @exclusivity(unchecked) private var alwaysReadyCount = 0
-    @exclusivity(unchecked) private var eventBuffer = [epoll_event](repeating: epoll_event(), count: 256)
+    /// Where ``collect()`` has the kernel write what is ready (a plain buffer: no uniqueness
+    /// check or retain per call, as an array passed to C would have).
+    private let eventBuffer: UnsafeMutablePointer<epoll_event>
+    /// How many events one ``collect()`` takes at most.
+    private static let batch = 256
 
     private struct Entry {
         /// The watchers of this descriptor: token and the readiness each wants.
@@ -59,12 +63,14 @@ final class DescriptorSet {
     init?() {
         descriptor = retryingEINTR { epoll_create1(Int32(EPOLL_CLOEXEC)) }
         if descriptor < 0 { return nil }
+        eventBuffer = .allocate(capacity: Self.batch)
         InternalDescriptors.insert(descriptor)
     }
 
     deinit {
         InternalDescriptors.remove(descriptor)
         close(descriptor)
+        eventBuffer.deallocate()
     }
 
     /// Whether no descriptor is watched: then nothing of the set's can be reported (a lingering
@@ -130,7 +136,7 @@ final class DescriptorSet {
     func collect() -> [(token: Int, events: Int32)] {
         var fired: [(token: Int, events: Int32)] = []
         // A failure (ENOMEM) reports nothing now; the set stays readable, so libev asks again.
-        let count = Int(retryingEINTR { epoll_wait(descriptor, &eventBuffer, Int32(eventBuffer.count), 0) })
+        let count = Int(retryingEINTR { epoll_wait(descriptor, eventBuffer, Int32(Self.batch), 0) })
         for index in 0..<max(count, 0) { report(eventBuffer[index], into: &fired) }
         if alwaysReadyCount > 0 {
             for entry in entries.values where entry.alwaysReady {
