@@ -23,7 +23,7 @@ extension EvBackend {
         wake.plan()
         // No lock: the loop's lock, held here, keeps other threads off the deadline.
         deadline.requested = planned
-        if deadline.timerFD < 0 && planned.date != .distantFuture { makeTimerDescriptor(&deadline) }
+        if planned.date != .distantFuture && deadline.timerFD < 0 { makeTimerDescriptor(&deadline) }
         if !arm(deadline.target, &deadline) { deadlineUnarmed = true }
     }
 

@@ -309,6 +309,7 @@ final class EvBackend: LoopWaiter {
 
     /// Handles the requests taken from ``wake``: a wake-up, signals that arrived, a deadline
     /// moved from another thread that this thread must arm.
+    @inline(__always)
     private func takeWakeRequests(_ requests: UInt32) {
         guard requests != 0 else { return }
         if requests & WakeSignal.wakeUp != 0 { reasons.pointee |= WakeReasons.wakeUp.rawValue }
