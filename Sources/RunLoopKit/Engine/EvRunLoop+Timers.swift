@@ -197,7 +197,9 @@ extension EvRunLoop {
                 return nil
             }
             view.timersDueFrom = PassView.unknownDueDate  // firing reschedules: look again next pass
-            var taken: [TimerHeap.Entry] = []
+            // Out of the loop for the step: a run nested in a timer's callout lists its own.
+            var taken = dueTimersScratch
+            dueTimersScratch = []
             while let top = modeState.timers.peekLive(), top.deadline <= now {
                 modeState.timers.removeTop()
                 taken.append(top)
@@ -206,8 +208,10 @@ extension EvRunLoop {
             taken.removeAll { $0.timer.isFiring }  // in place: no second array
             return taken
         }
-        guard let due else { return }
+        guard var due else { return }
         for entry in due { fire(entry, in: run.mode) }
+        due.removeAll(keepingCapacity: true)  // no timer kept alive by the scratch
+        dueTimersScratch = due
     }
 
     private func fire(_ entry: TimerHeap.Entry, in mode: Mode) {
