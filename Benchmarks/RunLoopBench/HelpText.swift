@@ -171,6 +171,8 @@ enum HelpText {
         count(N)) / 4 N, so set-up and the window's edges cancel. All threads count.
           instructions.wakeup      one wake-up cycle as in wakeup: the driver's \
                                    pause, signal and wait, the loop's iteration
+          instructions.timer-fire  one fire of a repeating 1 ms timer, the loop's \
+                                   only item (its callout notes its lateness)
           instructions.perform     one cross-thread perform + wake-up, in a burst \
                                    (the loop held while the driver posts, then run)
           instructions.actorhop    one actor hop round trip as in actorhop

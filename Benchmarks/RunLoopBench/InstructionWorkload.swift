@@ -18,6 +18,9 @@ enum InstructionOperation: String, CaseIterable, Codable, Sendable {
     /// in `epoll_wait` through libev, as a loop with an `EvFileDescriptorSource` does, instead of
     /// on its futex.
     case wakeupDescriptor = "wakeup-descriptor"
+    /// One fire of a repeating 1 ms timer, the loop's only item: the kernel wakes the loop, the
+    /// timer's callout runs (it notes its lateness, as in scenario timers), the loop sleeps again.
+    case timerFire = "timer-fire"
     /// One cross-thread perform: post a block plus a wake-up; the loop runs it (in a burst).
     case perform
     /// One actor hop round trip from a task to an actor on the loop's executor and back.
@@ -40,7 +43,7 @@ enum InstructionOperation: String, CaseIterable, Codable, Sendable {
         switch self {
         case .wakeup, .perform: [.runloopkit, .libev, .cf, .nio, .dispatch]
         case .actorhop: [.runloopkit, .nio, .dispatch]
-        case .wakeupTimer, .timerAdd, .timerCancel, .modeswitch: [.runloopkit, .libev, .cf]
+        case .wakeupTimer, .timerFire, .timerAdd, .timerCancel, .modeswitch: [.runloopkit, .libev, .cf]
         case .wakeupDescriptor: [.runloopkit, .libev]
         case .blocksStep, .timerModes: [.runloopkit, .cf]
         }
@@ -72,6 +75,8 @@ struct InstructionWorkload {
     private func measure() {
         switch operation {
         case .wakeup, .wakeupTimer, .wakeupDescriptor: wakeups()
+        case .timerFire:
+            BenchThread.run { timerFires() }
         case .perform: performs()
         case .actorhop: hops()
         case .timerAdd, .timerCancel:
@@ -124,6 +129,20 @@ struct InstructionWorkload {
         for _ in 0..<warmup { cycle() }
         bench_callgrind_start()
         for _ in 0..<count { cycle() }
+        bench_callgrind_stop()
+    }
+
+    /// A repeating timer fires `count` times on a loop of this thread. The loop and the timer
+    /// are made inside the window, the same for both lengths, so they cancel out.
+    private func timerFires() {
+        let backend = Self.backend(backend)
+        let intervalNs: UInt64 = 1_000_000
+        func fires(_ n: Int) {
+            backend.runRepeatingTimer(intervalNs: intervalNs, recorder: LatenessRecorder(fires: n, policy: backend.catchUp, intervalNs: intervalNs))
+        }
+        fires(warmup)
+        bench_callgrind_start()
+        fires(count)
         bench_callgrind_stop()
     }
 

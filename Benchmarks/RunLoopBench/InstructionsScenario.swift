@@ -125,7 +125,7 @@ struct InstructionsScenario {
         jobs().reduce(0.0) { sum, job in
             let seconds: Double = switch job.operation {
             case .blocksStep, .timerModes: 7
-            case .timerAdd, .timerCancel: 3.5
+            case .timerAdd, .timerCancel, .timerFire: 3.5
             default: 2.3
             }
             return sum + (quick ? 0.7 : 1) * seconds
@@ -135,7 +135,7 @@ struct InstructionsScenario {
     /// Short and long run lengths of `job`.
     private func counts(_ job: Job) -> (Int, Int) {
         let n = switch job.operation {
-        case .wakeup, .wakeupTimer, .wakeupDescriptor, .actorhop: 200
+        case .wakeup, .wakeupTimer, .wakeupDescriptor, .timerFire, .actorhop: 200
         case .perform: 2000
         case .modeswitch: 500
         // CF walks the 200,000 pending blocks several times per run (W19): millions each.
@@ -233,6 +233,7 @@ struct InstructionsScenario {
         .wakeup: "instructions per wake-up cycle",
         .wakeupTimer: "instructions per wake-up cycle, a timer pending",
         .wakeupDescriptor: "instructions per wake-up cycle, a descriptor watched (epoll)",
+        .timerFire: "instructions per fire of a repeating 1 ms timer",
         .perform: "instructions per cross-thread perform",
         .actorhop: "instructions per actor hop round trip",
         .timerAdd: "instructions per timer add",
@@ -246,6 +247,7 @@ struct InstructionsScenario {
         .wakeup: .all([.ratioAtMost(1.3, against: .libev), .below(.cf), .below(.nio)]),
         .wakeupTimer: .all([.ratioAtMost(1.3, against: .libev), .below(.cf)]),
         .wakeupDescriptor: .ratioAtMost(1.3, against: .libev),
+        .timerFire: .ratioAtMost(1.5, against: .libev),
         .perform: .ratioAtMost(1.5, against: .libev),
         .actorhop: .ratioAtMost(1, against: .nio),
     ]
