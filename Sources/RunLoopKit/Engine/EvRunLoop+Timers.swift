@@ -132,14 +132,19 @@ extension EvRunLoop {
     }
 
     /// The timer's fire date or modes changed: every older heap entry becomes stale and the timer
-    /// is pushed again into each of its modes.
+    /// is pushed again into each of its modes. Where its live entry is the heap's top (a timer
+    /// that just fired), the new entry takes that place instead of leaving a stale one there.
     func reschedule(_ timer: EvTimer, _ timerState: inout TimerState, _ state: inout LoopState) {
         guard timerState.loop === self else { return }
+        let live = timer.heapGeneration.load(ordering: .relaxed)
         timer.invalidateHeapEntries()
         let latest = timerState.latestFireDate
         for mode in timerState.modes {
             let sequence = state.nextSequence()
             let comesFirst = Self.unretained(state.modeState(mode))._withUnsafeGuaranteedRef { modeState in
+                if modeState.timers.replaceTop(of: timer, generation: live, at: timerState.fireDate, latest: latest, sequence: sequence) {
+                    return false  // no earlier than the entry it replaced: views stay right
+                }
                 let comesFirst = modeState.timers.push(timer, at: timerState.fireDate, latest: latest, sequence: sequence)
                 modeState.timers.compactIfMostlyStale(liveCount: modeState.timerCount)
                 return comesFirst
@@ -184,7 +189,7 @@ extension EvRunLoop {
     /// the step without the lock (see ``PassView/timersDueFrom``).
     func fireDueTimers(_ run: RunContext, _ view: inout PassView) {
         let modeState = run.modeState
-        let due: [TimerHeap.Entry]? = state.withLock { _ in
+        let due: DueTimers? = state.withLock { _ in
             guard let first = modeState.timers.earliestLiveDeadline() else {  // no clock read without timers
                 view.timersDueFrom = .distantFuture
                 return nil
@@ -197,21 +202,37 @@ extension EvRunLoop {
                 return nil
             }
             view.timersDueFrom = PassView.unknownDueDate  // firing reschedules: look again next pass
-            // Out of the loop for the step: a run nested in a timer's callout lists its own.
-            var taken = dueTimersScratch
-            dueTimersScratch = []
-            while let top = modeState.timers.peekLive(), top.deadline <= now {
-                modeState.timers.removeTop()
-                taken.append(top)
+            // One timer due, the common case of a fire: no list, and its entry stays in place.
+            if modeState.timers.onlyTopIsDue(at: now) {
+                let top = modeState.timers.top
+                return top.timer.isFiring ? nil : .one(top)
             }
-            for entry in taken { modeState.timers.push(entry) }
-            taken.removeAll { $0.timer.isFiring }  // in place: no second array
-            return taken
+            return .several(takeDueTimers(modeState, at: now))
         }
-        guard var due else { return }
-        for entry in due { fire(entry, in: run.mode) }
-        due.removeAll(keepingCapacity: true)  // no timer kept alive by the scratch
-        dueTimersScratch = due
+        switch due {
+        case .one(let entry): fire(entry, in: run.mode)
+        case .several(var entries):
+            for entry in entries { fire(entry, in: run.mode) }
+            entries.removeAll(keepingCapacity: true)  // no timer kept alive by the scratch
+            dueTimersScratch = entries
+        case nil: break
+        }
+    }
+
+    /// Several timers due: they are listed in fire-date order, in the loop's scratch array, and
+    /// left in the heap (under the loop's lock).
+    @inline(never)
+    private func takeDueTimers(_ modeState: ModeState, at now: MonotonicTime) -> [TimerHeap.Entry] {
+        // Out of the loop for the step: a run nested in a timer's callout lists its own.
+        var taken = dueTimersScratch
+        dueTimersScratch = []
+        while let top = modeState.timers.peekLive(), top.deadline <= now {
+            modeState.timers.removeTop()
+            taken.append(top)
+        }
+        for entry in taken { modeState.timers.push(entry) }
+        taken.removeAll { $0.timer.isFiring }  // in place: no second array
+        return taken
     }
 
     private func fire(_ entry: TimerHeap.Entry, in mode: Mode) {
@@ -246,6 +267,12 @@ extension EvRunLoop {
                 }
             }
         }
+    }
+
+    /// What the timers step fires: one timer, or several in fire-date order.
+    private enum DueTimers {
+        case one(TimerHeap.Entry)
+        case several([TimerHeap.Entry])
     }
 
     /// R42: the old fire date plus as many whole intervals as needed to be strictly after `now`.

@@ -42,6 +42,16 @@ struct TimerHeap {
         return comesFirst
     }
 
+    /// If the top entry is `timer`'s of `generation`, replaces it with one at `deadline` (no
+    /// earlier than its own) with the timer's current generation and returns true: the same heap
+    /// as a push and the stale top's removal, with one sift instead of two.
+    mutating func replaceTop(of timer: EvTimer, generation: UInt64, at deadline: MonotonicTime, latest: MonotonicTime, sequence: UInt64) -> Bool {
+        guard let top = entries.first, top.timer === timer, top.generation == generation, top.deadline <= deadline else { return false }
+        entries[0] = Entry(deadline: deadline, latest: latest, sequence: sequence, generation: timer.heapGeneration.load(ordering: .relaxed), timer: timer)
+        siftDown(0)
+        return true
+    }
+
     /// Puts back an entry taken out (its deadline is no earlier than the one it was taken behind).
     mutating func push(_ entry: Entry) {
         push(entry.timer, at: entry.deadline, latest: entry.latest, sequence: entry.sequence)
@@ -109,6 +119,21 @@ struct TimerHeap {
             removeTop()
         }
         return nil
+    }
+
+    /// The earliest entry, copied out (it stays in the heap).
+    var top: Entry { entries[0] }
+
+    /// Whether no entry but the top one is due at `now`: none of the root's children is, and
+    /// every other entry is due no earlier than one of them.
+    func onlyTopIsDue(at now: MonotonicTime) -> Bool {
+        let end = min(entries.count, 5)
+        var index = 1
+        while index < end {
+            if entries[index].deadline <= now { return false }
+            index += 1
+        }
+        return true
     }
 
     /// Removes the top entry.

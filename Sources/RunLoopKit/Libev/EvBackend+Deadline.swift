@@ -23,6 +23,7 @@ extension EvBackend {
         wake.plan()
         // No lock: the loop's lock, held here, keeps other threads off the deadline.
         deadline.requested = planned
+        sleepIsPrecise = planned.precise
         if planned.date != .distantFuture && deadline.timerFD < 0 { makeTimerDescriptor(&deadline) }
         if !arm(deadline.target, &deadline) { deadlineUnarmed = true }
     }
@@ -110,6 +111,8 @@ extension EvBackend {
     /// timer armed early on purpose, waits out the rest awake (see ``WakeLead``).
     @inline(never)
     func finishDeadlineWakeUp() {
+        // Another thread may only bring the deadline forward, which makes it not precise.
+        guard sleepIsPrecise else { return }
         let now = MonotonicTime.now()
         let waitUntil: MonotonicTime? = withDeadline { state in
             guard state.requested.precise else { return nil }

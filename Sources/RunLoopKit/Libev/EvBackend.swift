@@ -58,6 +58,8 @@ final class EvBackend: LoopWaiter {
     /// (``planSleep(_:)``, once per sleep).
     @exclusivity(unchecked) var deadline = DeadlineState()
     let deadlineLock = Locked<Void>(())
+    /// Whether the planned sleep's deadline is a precise timer's (loop's thread only).
+    @exclusivity(unchecked) var sleepIsPrecise = false
     /// The timerfd's watcher, made with the timerfd.
     @exclusivity(unchecked) var deadlineWatcher: UnsafeMutablePointer<ev_io>?
     /// Holds the deadline while the timerfd cannot (see EvBackend+Failures.swift).
