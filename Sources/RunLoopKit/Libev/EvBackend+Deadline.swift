@@ -107,12 +107,11 @@ extension EvBackend {
         startInternalWatcher(watcher, call: "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:)")
     }
 
-    /// After a wake-up that the deadline ended: learns how late it came and, for a precise
-    /// timer armed early on purpose, waits out the rest awake (see ``WakeLead``).
+    /// After a wake-up that the deadline of a precise timer's sleep ended: learns how late it
+    /// came and, the deadline being armed early on purpose, waits out the rest awake (see
+    /// ``WakeLead``).
     @inline(never)
     func finishDeadlineWakeUp() {
-        // Another thread may only bring the deadline forward, which makes it not precise.
-        guard sleepIsPrecise else { return }
         let now = MonotonicTime.now()
         let waitUntil: MonotonicTime? = withDeadline { state in
             guard state.requested.precise else { return nil }

@@ -206,7 +206,8 @@ final class EvBackend: LoopWaiter {
         wake.endPlan()
         if fallbackTimerActive { stopFallbackTimer() }
         let woke = WakeReasons(rawValue: reasons.pointee)
-        if woke.contains(.deadline) { finishDeadlineWakeUp() }
+        // Another thread may only bring the deadline forward, which makes it not precise.
+        if sleepIsPrecise && woke.contains(.deadline) { finishDeadlineWakeUp() }
         return woke
     }
 
