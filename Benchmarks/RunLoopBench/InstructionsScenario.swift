@@ -247,7 +247,6 @@ struct InstructionsScenario {
         .wakeup: .all([.ratioAtMost(1.3, against: .libev), .below(.cf), .below(.nio)]),
         .wakeupTimer: .all([.ratioAtMost(1.3, against: .libev), .below(.cf)]),
         .wakeupDescriptor: .ratioAtMost(1.3, against: .libev),
-        .timerFire: .ratioAtMost(1.5, against: .libev),
         .perform: .ratioAtMost(1.5, against: .libev),
         .actorhop: .ratioAtMost(1, against: .nio),
     ]
