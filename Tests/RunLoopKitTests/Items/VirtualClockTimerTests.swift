@@ -169,6 +169,42 @@ import TestSupport
         #expect(early.isEmpty)
     }
 
+    /// R40, R42: three repeating timers of 3, 5 and 7 intervals share a mode until 105. Each
+    /// fires at every multiple of its interval, exactly then. Timers due together fire in one
+    /// step in the order they were last scheduled, as CF's sorted insertion keeps them: a
+    /// timer rescheduled by an earlier fire goes first. A fire alone reschedules the timer in
+    /// the heap's place, a shared one through the list of due timers; either way this holds.
+    @Test func R40_R42_repeatingTimersKeepTheirGridsWhenAloneAndWhenDueTogether() {
+        let unit = Duration.milliseconds(1)
+        let intervals = [3, 5, 7]
+        let fires = onVirtualLoopThread { loop, clock -> [String] in
+            let start = clock.instant
+            let fires = EventLog<String>()
+            for interval in intervals {
+                let timer = EvTimer(fireAt: start + unit * interval, interval: unit * interval) { timer in
+                    let at = Int(start.duration(to: clock.instant) / unit)
+                    fires.append("\(at):\(interval)")
+                    if at >= 105 { timer.invalidate() }
+                }
+                loop.add(timer, forMode: .default)
+            }
+            _ = loop.run(mode: .default, timeout: .seconds(60))
+            return fires.all
+        }
+        // The same schedule worked out: each timer's last scheduling, in a count of schedulings.
+        var scheduled = Dictionary(uniqueKeysWithValues: intervals.enumerated().map { ($1, $0) })
+        var count = intervals.count
+        var expected: [String] = []
+        for at in 1...105 {
+            for interval in intervals.filter({ at % $0 == 0 }).sorted(by: { scheduled[$0]! < scheduled[$1]! }) {
+                expected.append("\(at):\(interval)")
+                scheduled[interval] = count
+                count += 1
+            }
+        }
+        #expect(fires == expected)
+    }
+
     /// R26, R47: a run's timeout ends its sleep at that date when no timer comes first.
     @Test func R26_aRunTimesOutAtItsDeadline() {
         let (result, elapsed) = onVirtualLoopThread { loop, clock -> (EvRunLoop.RunResult, Duration) in
