@@ -58,7 +58,12 @@ extension EvRunLoop {
         // or "not running", comes back after its Exit.
         let enclosingAcceptsWakeUps = acceptsWakeUps.exchange(true, ordering: .sequentiallyConsistent)
         notifyObservers(.entry, run)
-        let result = iterate(run)
+        let result: RunResult
+        if let libevWaiter {
+            result = libevWaiter._withUnsafeGuaranteedRef { iterate(run, $0) }
+        } else {
+            result = iterate(run, waiter)
+        }
         notifyObservers(.exit, run)
         if run.frame == 0 { recorder.outermostRunEnds() }
         state.withLock { $0.runs.removeLast() }
@@ -67,8 +72,9 @@ extension EvRunLoop {
         return result
     }
 
-    /// The iterations of one run, in CF's order (R20), until a result applies (R24).
-    private func iterate(_ run: RunContext) -> RunResult {
+    /// The iterations of one run, in CF's order (R20), until a result applies (R24). `waiter` is
+    /// the loop's own (``waiter``), as its concrete type where it is known.
+    private func iterate<Waiter: LoopWaiter>(_ run: RunContext, _ waiter: Waiter) -> RunResult {
         // As CF's __CFRunLoopRun: a stop from an Entry observer ends the run before its first
         // iteration (R27). Only a stop made since the run was entered can have marked it.
         if stopRequests.load(ordering: .acquiring) != run.stopRequestsAtEntry,
@@ -94,7 +100,7 @@ extension EvRunLoop {
                 mainQueueHasWork = true
             } else {
                 if !poll { notifyObservers(.beforeWaiting, run) }
-                mainQueueHasWork = sleep(run, poll: poll, &view)
+                mainQueueHasWork = sleep(run, poll: poll, &view, waiter)
                 if !poll { notifyObservers(.afterWaiting, run) }
             }
             if refreshed(&view, run).hasTimers && waiter.now() >= view.timersDueFrom { fireDueTimers(run, &view) }
@@ -107,7 +113,7 @@ extension EvRunLoop {
             }
             performBlocks(run)
             let mayBeEmpty = !run.servicesMainQueue && !refreshed(&view, run).hasItems
-            if let result = result(of: run, handledSource: handledSource, mayBeEmpty: mayBeEmpty, stopsSeen: &stopsSeen) { return result }
+            if let result = result(of: run, handledSource: handledSource, mayBeEmpty: mayBeEmpty, stopsSeen: &stopsSeen, waiter) { return result }
         }
     }
 
@@ -122,7 +128,7 @@ extension EvRunLoop {
     /// a wake-up, a stop, a version-1 source or (main loop) the main queue; with `poll`, only
     /// looks. Returns whether the main queue signalled work.
     @_transparent  // once per pass: a call would save and restore registers each time
-    private func sleep(_ run: RunContext, poll: Bool, _ view: inout PassView) -> Bool {
+    private func sleep<Waiter: LoopWaiter>(_ run: RunContext, poll: Bool, _ view: inout PassView, _ waiter: Waiter) -> Bool {
         if isMain { waiter.watchMainQueue(run.servicesMainQueue) }
         // A poll takes the lock only to bring the watchers in step.
         let sleeps = poll && refreshed(&view, run).watchersInStep ? false : state.withLock { state in
@@ -184,7 +190,9 @@ extension EvRunLoop {
     /// another thread at the same moment is then seen at the next pass's check, as if made just
     /// after this one (which taking the lock could not rule out either).
     @inline(__always)
-    private func result(of run: RunContext, handledSource: Bool, mayBeEmpty: Bool, stopsSeen: inout UInt64) -> RunResult? {
+    private func result<Waiter: LoopWaiter>(
+        of run: RunContext, handledSource: Bool, mayBeEmpty: Bool, stopsSeen: inout UInt64, _ waiter: Waiter
+    ) -> RunResult? {
         if handledSource && run.returnAfterSourceHandled { return .handledSource }
         if run.pollOnly { return .timedOut }  // R25: CF's deadline of a poll is in the past
         if run.deadline != .distantFuture, waiter.now() >= run.deadline { return .timedOut }
@@ -194,7 +202,7 @@ extension EvRunLoop {
         return stoppedOrFinished(run)
     }
 
-    /// The lock-taking half of ``result(of:handledSource:mayBeEmpty:stopsSeen:)``.
+    /// The lock-taking half of ``result(of:handledSource:mayBeEmpty:stopsSeen:_:)``.
     private func stoppedOrFinished(_ run: RunContext) -> RunResult? {
         state.withLock { state in
             if state.runs[run.frame].isStopped { return .stopped }

@@ -24,6 +24,10 @@ public final class EvRunLoop: Sendable {
     /// only through the loop's wake gate, the calls of other threads only under the loop's lock,
     /// both of which exclude teardown.
     nonisolated(unsafe) let waiter: any LoopWaiter
+    /// The same waiter when it is the libev one, for the run's passes: through the concrete type
+    /// the compiler inlines the wait's common paths instead of calling each through the protocol.
+    /// Unmanaged: ``waiter`` holds it, and a run borrows it with no retain and release.
+    nonisolated(unsafe) let libevWaiter: Unmanaged<EvBackend>?
     /// Whether this is the main thread's loop, ``main`` (R2).
     public let isMain: Bool
     let waiting = Atomic<Bool>(false)
@@ -60,13 +64,16 @@ public final class EvRunLoop: Sendable {
 
     init(isMain: Bool) throws(EvRunLoopError) {
         self.isMain = isMain
-        waiter = try EvBackend()
+        let backend = try EvBackend()
+        waiter = backend
+        libevWaiter = .passUnretained(backend)
     }
 
     /// A loop that waits with `waiter` (a ``VirtualWaiter`` in tests); see ``ThreadRegistry/adopt(_:)``.
     init(isMain: Bool, waiter: any LoopWaiter) {
         self.isMain = isMain
         self.waiter = waiter
+        libevWaiter = nil
     }
 
     /// The calling thread's run loop, created on first use (R1).
