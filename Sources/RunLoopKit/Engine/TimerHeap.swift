@@ -94,11 +94,8 @@ struct TimerHeap {
     @inline(__always)
     mutating func simpleWakeUp() -> (date: MonotonicTime, interval: Int64)? {
         guard let deadline = earliestLiveDeadline() else { return nil }
-        // Read in place: a copy of the entry would retain and release its timer.
-        return entries.withUnsafeBufferPointer { entries in
-            let timer = entries[0].timer
-            return entries[0].latest == deadline && !timer.isFiring ? (deadline, timer.intervalNanoseconds) : nil
-        }
+        let top = entries[0]
+        return top.latest == deadline && !top.timer.isFiring ? (deadline, top.timer.intervalNanoseconds) : nil
     }
 
     /// The earliest live entry, dropping stale ones on the way.
