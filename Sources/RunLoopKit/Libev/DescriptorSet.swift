@@ -10,7 +10,8 @@ import Musl
 ///
 /// Why not an `ev_io` per caller descriptor: libev tells the kernel about a watcher only at its
 /// next `ev_run`, and Debian's libev, built with assertions, aborts when that descriptor was
-/// closed in between ("libev: I/O watcher with invalid fd found in epoll_ctl"). A caller may
+/// closed in between ("libev: I/O watcher with invalid fd found in epoll_ctl", the assertion in
+/// `epoll_modify`, ev_epoll.c:134 of libev 4.33). A caller may
 /// close a descriptor at any moment, from any thread, and the number may be reused at once.
 /// Here every `epoll_ctl` is made at once and its failure is an answer: the descriptor's watchers
 /// are reported failed and leave the set.
@@ -135,7 +136,8 @@ final class DescriptorSet {
     /// and the set's descriptor stays readable while more wait.
     func collect() -> [(token: Int, events: Int32)] {
         var fired: [(token: Int, events: Int32)] = []
-        // A failure (ENOMEM) reports nothing now; the set stays readable, so libev asks again.
+        // Timeout 0: this never blocks; libev waits on the set's descriptor. A failure (ENOMEM)
+        // reports nothing now; the set stays readable, so libev asks again.
         let count = Int(retryingEINTR { epoll_wait(descriptor, eventBuffer, Int32(Self.batch), 0) })
         for index in 0..<max(count, 0) { report(eventBuffer[index], into: &fired) }
         if alwaysReadyCount > 0 {

@@ -31,7 +31,7 @@ extension EvBackend {
         let watcher = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
         clibev_io_init(watcher, { loop, watcher, revents in
             guard let loop, let watcher else { return }
-            if revents & EvBackend.failed != 0 { return EvBackend.of(loop).internalWatcherFailed(watcher) }
+            if revents & EvBackend.failed != 0 { return EvBackend.with(loop) { $0.internalWatcherFailed(watcher) } }
             clibev_get_data(watcher).assumingMemoryBound(to: UInt32.self).pointee |= WakeReasons.mainQueue.rawValue
         }, _dispatch_get_main_queue_handle_4CF(), Int32(EV_READ))
         clibev_set_data(watcher, reasons)

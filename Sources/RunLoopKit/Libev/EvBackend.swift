@@ -144,7 +144,7 @@ final class EvBackend: LoopWaiter {
         })
         clibev_io_init(wakeWatcher, { loop, watcher, revents in
             guard let loop, let watcher else { return }
-            if revents & EvBackend.failed != 0 { return EvBackend.of(loop).internalWatcherFailed(watcher) }
+            if revents & EvBackend.failed != 0 { return EvBackend.with(loop) { $0.internalWatcherFailed(watcher) } }
             // The watcher holds the eventfd: no lookup of the backend, no retain and release of it.
             WakeSignal.drain(watcher.pointee.fd)
         }, wake.descriptor, Int32(EV_READ))
@@ -298,10 +298,6 @@ final class EvBackend: LoopWaiter {
 
     /// Whether the calling thread is the process's main thread (on Linux its id is the pid).
     static var isMainThread: Bool { clibev_gettid() == getpid() }
-
-    static func of(_ loop: OpaquePointer) -> EvBackend {
-        Unmanaged<EvBackend>.fromOpaque(ev_userdata(loop)).takeUnretainedValue()
-    }
 
     /// `body` with the backend of `loop`, borrowed: a callback runs inside its `ev_run`, while
     /// the loop's thread holds the backend, so it needs no retain and release of its own.
