@@ -103,7 +103,7 @@ extension EvRunLoop {
                 mainQueueHasWork = sleep(run, poll: poll, &view, waiter)
                 if !poll { notifyObservers(.afterWaiting, run) }
             }
-            if refreshed(&view, run).hasTimers && waiter.now() >= view.timersDueFrom { fireDueTimers(run, &view) }
+            if refreshed(&view, run).hasTimers && waiter.now() >= view.timersDueFrom { fireDueTimers(run, &view, waiter) }
             servicedMainQueue = mainQueueHasWork && run.servicesMainQueue
             if servicedMainQueue {
                 serviceMainQueue()

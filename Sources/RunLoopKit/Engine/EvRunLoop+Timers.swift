@@ -142,7 +142,7 @@ extension EvRunLoop {
         for mode in timerState.modes {
             let sequence = state.nextSequence()
             let comesFirst = Self.unretained(state.modeState(mode))._withUnsafeGuaranteedRef { modeState in
-                if modeState.timers.replaceTop(of: timer, generation: live, at: timerState.fireDate, latest: latest, sequence: sequence) {
+                if modeState.timers.moveTop(of: timer, generation: live, to: timerState.fireDate, latest: latest, sequence: sequence) {
                     return false  // no earlier than the entry it replaced: views stay right
                 }
                 let comesFirst = modeState.timers.push(timer, at: timerState.fireDate, latest: latest, sequence: sequence)
@@ -177,110 +177,6 @@ extension EvRunLoop {
             firing.append(top)
         }
         return (.distantFuture, 0)
-    }
-
-    /// R40–R45: fires every due timer of `mode`, in fire-date order, each once.
-    ///
-    /// The due entries stay in the heap while they wait their turn, so that a run nested in an
-    /// earlier timer's callout finds them due and fires them itself (R40, R58); firing makes an
-    /// entry stale, so the outer step then skips it.
-    ///
-    /// It tells `view` when the mode's earliest timer is due, so that the passes until then skip
-    /// the step without the lock (see ``PassView/timersDueFrom``).
-    func fireDueTimers(_ run: RunContext, _ view: inout PassView) {
-        let modeState = run.modeState
-        let due: DueTimers? = state.withLock { _ in
-            guard let first = modeState.timers.earliestLiveDeadline() else {  // no clock read without timers
-                view.timersDueFrom = .distantFuture
-                return nil
-            }
-            let now = waiter.now()
-            // Nothing due, the common case of a mode with timers: no array is touched (removing
-            // from an empty one still makes it unique, an allocation), none is returned either.
-            guard first <= now else {
-                view.timersDueFrom = first  // stale entries above it are dropped: nothing earlier
-                return nil
-            }
-            view.timersDueFrom = PassView.unknownDueDate  // firing reschedules: look again next pass
-            // One timer due, the common case of a fire: no list, and its entry stays in place.
-            if modeState.timers.onlyTopIsDue(at: now) {
-                let top = modeState.timers.top
-                return top.timer.isFiring ? nil : .one(top)
-            }
-            return .several(takeDueTimers(modeState, at: now))
-        }
-        switch due {
-        case .one(let entry): fire(entry, in: run.mode)
-        case .several(var entries):
-            for entry in entries { fire(entry, in: run.mode) }
-            entries.removeAll(keepingCapacity: true)  // no timer kept alive by the scratch
-            dueTimersScratch = entries
-        case nil: break
-        }
-    }
-
-    /// Several timers due: they are listed in fire-date order, in the loop's scratch array, and
-    /// left in the heap (under the loop's lock).
-    @inline(never)
-    private func takeDueTimers(_ modeState: ModeState, at now: MonotonicTime) -> [TimerHeap.Entry] {
-        // Out of the loop for the step: a run nested in a timer's callout lists its own.
-        var taken = dueTimersScratch
-        dueTimersScratch = []
-        while let top = modeState.timers.peekLive(), top.deadline <= now {
-            modeState.timers.removeTop()
-            taken.append(top)
-        }
-        for entry in taken { modeState.timers.push(entry) }
-        taken.removeAll { $0.timer.isFiring }  // in place: no second array
-        return taken
-    }
-
-    private func fire(_ entry: TimerHeap.Entry, in mode: Mode) {
-        let timer = entry.timer
-        let firedDate: MonotonicTime? = state.withLock { _ in
-            timer.state.withLock { timerState in
-                guard timerState.isValid, !timer.isFiring else { return nil }
-                // Re-dated or moved by an earlier callout of this step: it fires if it is still due
-                // in this mode, decided now as CF's __CFRunLoopDoTimer does (R40).
-                if !entry.isLive {
-                    guard timerState.loop === self, timerState.modes.contains(mode), timerState.fireDate <= waiter.now() else { return nil }
-                }
-                timer.isFiring = true
-                timerState.rescheduled = false
-                return timerState.fireDate
-            }
-        }
-        guard let firedDate else { return }
-        recorder.timerFires(due: firedDate)
-        Callout.timer(timer, on: self)
-        state.withLock { state in
-            timer.state.withLock { timerState in
-                timer.isFiring = false
-                guard timerState.isValid else { return }
-                let isBound = timerState.loop === self
-                if timer.intervalNanoseconds == 0 {  // R43
-                    if isBound { detachEverywhere(timer, &state, &timerState) }
-                    timerState.isValid = false
-                } else if isBound, !timerState.rescheduled {  // R42; C80: a date set meanwhile always wins
-                    timerState.fireDate = Self.nextFireDate(after: firedDate, everyNanoseconds: timer.intervalNanoseconds, now: waiter.now())
-                    reschedule(timer, &timerState, &state)
-                }
-            }
-        }
-    }
-
-    /// What the timers step fires: one timer, or several in fire-date order.
-    private enum DueTimers {
-        case one(TimerHeap.Entry)
-        case several([TimerHeap.Entry])
-    }
-
-    /// R42: the old fire date plus as many whole intervals as needed to be strictly after `now`.
-    static func nextFireDate(after fired: MonotonicTime, everyNanoseconds interval: Int64, now: MonotonicTime) -> MonotonicTime {
-        let step = max(interval, 1)
-        let behind = now.nanoseconds >= fired.nanoseconds ? (now.nanoseconds &- fired.nanoseconds) / step + 1 : 1
-        let (advance, overflow) = behind.multipliedReportingOverflow(by: step)
-        return overflow ? .distantFuture : fired.adding(nanoseconds: advance)
     }
 }
 

@@ -44,6 +44,9 @@ struct ModeList: Sequence, Sendable, ExpressibleByArrayLiteral {
 
     var isEmpty: Bool { first == Self.none }
 
+    /// Whether `mode` is the list's one mode.
+    func isOnly(_ mode: EvRunLoop.Mode) -> Bool { first == mode.id && second == Self.none }
+
     func contains(_ mode: EvRunLoop.Mode) -> Bool {
         first == mode.id || second == mode.id || (tail?.index.contains(mode) ?? false)
     }

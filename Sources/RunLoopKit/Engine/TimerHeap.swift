@@ -6,11 +6,11 @@
 /// they were scheduled (a global sequence number breaks ties, as CF's insertion does).
 struct TimerHeap {
     struct Entry {
-        let deadline: MonotonicTime
+        var deadline: MonotonicTime
         /// The fire date plus the timer's tolerance: the latest the loop may fire it (R46).
-        let latest: MonotonicTime
-        let sequence: UInt64
-        let generation: UInt64
+        var latest: MonotonicTime
+        var sequence: UInt64
+        var generation: UInt64
         let timer: EvTimer
 
         /// Whether the timer has not been rescheduled, moved or cancelled since this entry was pushed.
@@ -42,14 +42,22 @@ struct TimerHeap {
         return comesFirst
     }
 
-    /// If the top entry is `timer`'s of `generation`, replaces it with one at `deadline` (no
-    /// earlier than its own) with the timer's current generation and returns true: the same heap
-    /// as a push and the stale top's removal, with one sift instead of two.
-    mutating func replaceTop(of timer: EvTimer, generation: UInt64, at deadline: MonotonicTime, latest: MonotonicTime, sequence: UInt64) -> Bool {
-        guard let top = entries.first, top.timer === timer, top.generation == generation, top.deadline <= deadline else { return false }
-        entries[0] = Entry(deadline: deadline, latest: latest, sequence: sequence, generation: timer.heapGeneration.load(ordering: .relaxed), timer: timer)
-        siftDown(0)
-        return true
+    /// If the top entry is `timer`'s of `generation`, moves it to `deadline` (no earlier than its
+    /// own) with the timer's current generation and returns true: the same heap as a push and
+    /// the stale top's removal, with one sift instead of two. In place, through the buffer: the
+    /// entry's timer reference stays where it is, with no retain or release.
+    mutating func moveTop(of timer: EvTimer, generation: UInt64, to deadline: MonotonicTime, latest: MonotonicTime, sequence: UInt64) -> Bool {
+        guard !entries.isEmpty else { return false }
+        return entries.withUnsafeMutableBufferPointer { buffer in
+            let top = buffer.baseAddress!
+            guard top.pointee.timer === timer, top.pointee.generation == generation, top.pointee.deadline <= deadline else { return false }
+            top.pointee.deadline = deadline
+            top.pointee.latest = latest
+            top.pointee.sequence = sequence
+            top.pointee.generation = timer.heapGeneration.load(ordering: .relaxed)
+            Self.siftDown(0, in: buffer)
+            return true
+        }
     }
 
     /// Puts back an entry taken out (its deadline is no earlier than the one it was taken behind).
@@ -94,8 +102,11 @@ struct TimerHeap {
     @inline(__always)
     mutating func simpleWakeUp() -> (date: MonotonicTime, interval: Int64)? {
         guard let deadline = earliestLiveDeadline() else { return nil }
-        let top = entries[0]
-        return top.latest == deadline && !top.timer.isFiring ? (deadline, top.timer.intervalNanoseconds) : nil
+        // Read in place: a copy of the entry would retain and release its timer.
+        return entries.withUnsafeBufferPointer { buffer in
+            let top = buffer.baseAddress!
+            return top.pointee.latest == deadline && !top.pointee.timer.isFiring ? (deadline, top.pointee.timer.intervalNanoseconds) : nil
+        }
     }
 
     /// The earliest live entry, dropping stale ones on the way.
@@ -187,23 +198,25 @@ struct TimerHeap {
     }
 
     private mutating func siftDown(_ start: Int) {
-        entries.withUnsafeMutableBufferPointer { buffer in
-            let base = buffer.baseAddress!
-            let count = buffer.count
-            var parent = start
-            let moving = (base + parent).move()
-            while true {
-                let first = 4 * parent + 1
-                if first >= count { break }
-                var best = first
-                for candidate in (first + 1)..<min(first + 4, count) where base[candidate].precedes(base[best]) {
-                    best = candidate
-                }
-                guard base[best].precedes(moving) else { break }
-                (base + parent).moveInitialize(from: base + best, count: 1)
-                parent = best
+        entries.withUnsafeMutableBufferPointer { Self.siftDown(start, in: $0) }
+    }
+
+    private static func siftDown(_ start: Int, in buffer: UnsafeMutableBufferPointer<Entry>) {
+        let base = buffer.baseAddress!
+        let count = buffer.count
+        var parent = start
+        let moving = (base + parent).move()
+        while true {
+            let first = 4 * parent + 1
+            if first >= count { break }
+            var best = first
+            for candidate in (first + 1)..<min(first + 4, count) where base[candidate].precedes(base[best]) {
+                best = candidate
             }
-            (base + parent).initialize(to: moving)
+            guard base[best].precedes(moving) else { break }
+            (base + parent).moveInitialize(from: base + best, count: 1)
+            parent = best
         }
+        (base + parent).initialize(to: moving)
     }
 }

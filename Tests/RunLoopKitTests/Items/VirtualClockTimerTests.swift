@@ -205,6 +205,32 @@ import TestSupport
         #expect(fires == expected)
     }
 
+    /// R39, R42: a repeating timer in two modes moves to its next slot in both when it fires
+    /// in one: the other mode, run next, does not fire it again for the slot already served,
+    /// and fires it at the next one. (A timer in one mode moves in its heap's place; one in
+    /// several is rescheduled in each.)
+    @Test func R39_R42_aRepeatingTimerInTwoModesMovesOnInBoth() {
+        let (fires, first, halfwayResult) = onVirtualLoopThread { loop, clock -> ([ContinuousClock.Instant], ContinuousClock.Instant, EvRunLoop.RunResult) in
+            let interval = Duration.seconds(1)
+            let first = clock.instant + interval
+            let fires = EventLog<ContinuousClock.Instant>()
+            let timer = EvTimer(fireAt: first, interval: interval) { _ in
+                fires.append(clock.instant)
+                loop.stop()
+            }
+            loop.add(timer, forMode: .default)
+            loop.add(timer, forMode: Self.tracking)
+            _ = loop.run(mode: .default, timeout: .seconds(60))
+            // Half an interval in the other mode: the slot at `first` was served already.
+            let halfwayResult = loop.run(mode: Self.tracking, timeout: interval / 2)
+            _ = loop.run(mode: Self.tracking, timeout: .seconds(60))
+            timer.invalidate()
+            return (fires.all, first, halfwayResult)
+        }
+        #expect(fires == [first, first + .seconds(1)])
+        #expect(halfwayResult == .timedOut)
+    }
+
     /// R26, R47: a run's timeout ends its sleep at that date when no timer comes first.
     @Test func R26_aRunTimesOutAtItsDeadline() {
         let (result, elapsed) = onVirtualLoopThread { loop, clock -> (EvRunLoop.RunResult, Duration) in

@@ -1,0 +1,124 @@
+extension EvRunLoop {
+    /// R40–R45: fires every due timer of the running mode, in fire-date order, each once.
+    /// `waiter` is the loop's own (``waiter``), as its concrete type where it is known.
+    ///
+    /// The due entries stay in the heap while they wait their turn, so that a run nested in an
+    /// earlier timer's callout finds them due and fires them itself (R40, R58); firing makes an
+    /// entry stale, so the outer step then skips it.
+    ///
+    /// It tells `view` when the mode's earliest timer is due, so that the passes until then skip
+    /// the step without the lock (see ``PassView/timersDueFrom``).
+    func fireDueTimers<Waiter: LoopWaiter>(_ run: RunContext, _ view: inout PassView, _ waiter: Waiter) {
+        let modeState = run.modeState
+        var several: [TimerHeap.Entry]?
+        let one: FiringTimer? = state.withLock { _ in
+            guard let first = modeState.timers.earliestLiveDeadline() else {  // no clock read without timers
+                view.timersDueFrom = .distantFuture
+                return nil
+            }
+            let now = waiter.now()
+            // Nothing due, the common case of a mode with timers: no array is touched.
+            guard first <= now else {
+                view.timersDueFrom = first  // stale entries above it are dropped: nothing earlier
+                return nil
+            }
+            view.timersDueFrom = PassView.unknownDueDate  // firing reschedules: look again next pass
+            // One timer due, the common case of a fire: no list, its entry stays in place, and
+            // it starts firing under this lock.
+            if modeState.timers.onlyTopIsDue(at: now) {
+                let timer = modeState.timers.top.timer
+                return beginFiring(timer, entryIsLive: true, in: run.mode, waiter).map { FiringTimer(timer: timer, firedDate: $0) }
+            }
+            several = takeDueTimers(modeState, at: now)
+            return nil
+        }
+        if let one {
+            fire(one, run, waiter)
+        } else if var entries = several {
+            for entry in entries {
+                let timer = entry.timer
+                let firedDate = state.withLock { _ in beginFiring(timer, entryIsLive: entry.isLive, in: run.mode, waiter) }
+                if let firedDate { fire(FiringTimer(timer: timer, firedDate: firedDate), run, waiter) }
+            }
+            entries.removeAll(keepingCapacity: true)  // no timer kept alive by the scratch
+            dueTimersScratch = entries
+        }
+    }
+
+    /// A timer whose handler is about to run, and the fire date it fires for.
+    private struct FiringTimer {
+        let timer: EvTimer
+        let firedDate: MonotonicTime
+    }
+
+    /// Several timers due: they are listed in fire-date order, in the loop's scratch array, and
+    /// left in the heap (under the loop's lock).
+    @inline(never)
+    private func takeDueTimers(_ modeState: ModeState, at now: MonotonicTime) -> [TimerHeap.Entry] {
+        // Out of the loop for the step: a run nested in a timer's callout lists its own.
+        var taken = dueTimersScratch
+        dueTimersScratch = []
+        while let top = modeState.timers.peekLive(), top.deadline <= now {
+            modeState.timers.removeTop()
+            taken.append(top)
+        }
+        for entry in taken { modeState.timers.push(entry) }
+        taken.removeAll { $0.timer.isFiring }  // in place: no second array
+        return taken
+    }
+
+    /// Marks `timer` firing and returns the date it fires for; `nil` if it must not fire (loop's
+    /// lock held). An entry made stale by an earlier callout of this step (the timer re-dated or
+    /// moved) still fires if the timer is still due in `mode`, decided now as CF's
+    /// __CFRunLoopDoTimer does (R40).
+    @inline(__always)
+    private func beginFiring<Waiter: LoopWaiter>(_ timer: EvTimer, entryIsLive: Bool, in mode: Mode, _ waiter: Waiter) -> MonotonicTime? {
+        timer.state.withLock { timerState in
+            guard timerState.isValid, !timer.isFiring else { return nil }
+            if !entryIsLive {
+                guard timerState.loop === self, timerState.modes.contains(mode), timerState.fireDate <= waiter.now() else { return nil }
+            }
+            timer.isFiring = true
+            timerState.rescheduled = false
+            return timerState.fireDate
+        }
+    }
+
+    /// Runs the handler of a timer ``beginFiring(_:entryIsLive:in:_:)`` marked, then invalidates
+    /// it (one-shot, R43) or moves it to its grid's next slot (R42).
+    private func fire<Waiter: LoopWaiter>(_ firing: FiringTimer, _ run: RunContext, _ waiter: Waiter) {
+        let timer = firing.timer
+        recorder.timerFires(due: firing.firedDate)
+        Callout.timer(timer, on: self)
+        let modeState = run.modeState
+        state.withLock { state in
+            timer.state.withLock { timerState in
+                timer.isFiring = false
+                guard timerState.isValid else { return }
+                let isBound = timerState.loop === self
+                if timer.intervalNanoseconds == 0 {  // R43
+                    if isBound { detachEverywhere(timer, &state, &timerState) }
+                    timerState.isValid = false
+                } else if isBound, !timerState.rescheduled {  // R42; C80: a date set meanwhile always wins
+                    let next = Self.nextFireDate(after: firing.firedDate, everyNanoseconds: timer.intervalNanoseconds, now: waiter.now())
+                    timerState.fireDate = next
+                    // A timer of this mode only, whose entry is still the heap's top (the usual
+                    // fire): the entry moves to the new date in place. The loop's thread is
+                    // awake, so no planned sleep has a deadline to move (R44).
+                    let movedInPlace = timerState.modes.isOnly(run.mode) && modeState.timers.moveTop(
+                        of: timer, generation: timer.heapGeneration.load(ordering: .relaxed),
+                        to: next, latest: timerState.latestFireDate, sequence: state.nextSequence())
+                    if !movedInPlace { reschedule(timer, &timerState, &state) }
+                }
+            }
+        }
+    }
+
+    /// R42: the old fire date plus as many whole intervals as needed to be strictly after `now`.
+    static func nextFireDate(after fired: MonotonicTime, everyNanoseconds interval: Int64, now: MonotonicTime) -> MonotonicTime {
+        let step = max(interval, 1)
+        let behind = now.nanoseconds >= fired.nanoseconds ? (now.nanoseconds &- fired.nanoseconds) / step + 1 : 1
+        let (advance, overflow) = behind.multipliedReportingOverflow(by: step)
+        return overflow ? .distantFuture : fired.adding(nanoseconds: advance)
+    }
+}
