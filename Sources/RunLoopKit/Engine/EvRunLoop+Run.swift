@@ -103,7 +103,10 @@ extension EvRunLoop {
                 mainQueueHasWork = sleep(run, poll: poll, &view, waiter)
                 if !poll { notifyObservers(.afterWaiting, run) }
             }
-            if refreshed(&view, run).hasTimers && waiter.now() >= view.timersDueFrom { fireDueTimers(run, &view, waiter) }
+            if refreshed(&view, run).hasTimers {
+                let now = waiter.now()
+                if now >= view.timersDueFrom { fireDueTimers(run, &view, at: now, waiter) }
+            }
             servicedMainQueue = mainQueueHasWork && run.servicesMainQueue
             if servicedMainQueue {
                 serviceMainQueue()

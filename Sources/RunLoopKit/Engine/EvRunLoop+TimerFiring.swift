@@ -1,6 +1,6 @@
 extension EvRunLoop {
-    /// R40–R45: fires every due timer of the running mode, in fire-date order, each once.
-    /// `waiter` is the loop's own (``waiter``), as its concrete type where it is known.
+    /// R40–R45: fires every timer of the running mode due at `now`, in fire-date order, each
+    /// once. `waiter` is the loop's own (``waiter``), as its concrete type where it is known.
     ///
     /// The due entries stay in the heap while they wait their turn, so that a run nested in an
     /// earlier timer's callout finds them due and fires them itself (R40, R58); firing makes an
@@ -8,15 +8,14 @@ extension EvRunLoop {
     ///
     /// It tells `view` when the mode's earliest timer is due, so that the passes until then skip
     /// the step without the lock (see ``PassView/timersDueFrom``).
-    func fireDueTimers<Waiter: LoopWaiter>(_ run: RunContext, _ view: inout PassView, _ waiter: Waiter) {
+    func fireDueTimers<Waiter: LoopWaiter>(_ run: RunContext, _ view: inout PassView, at now: MonotonicTime, _ waiter: Waiter) {
         let modeState = run.modeState
         var several: [TimerHeap.Entry]?
         let one: FiringTimer? = state.withLock { _ in
-            guard let first = modeState.timers.earliestLiveDeadline() else {  // no clock read without timers
+            guard let first = modeState.timers.earliestLiveDeadline() else {
                 view.timersDueFrom = .distantFuture
                 return nil
             }
-            let now = waiter.now()
             // Nothing due, the common case of a mode with timers: no array is touched.
             guard first <= now else {
                 view.timersDueFrom = first  // stale entries above it are dropped: nothing earlier

@@ -55,7 +55,7 @@ public final class EvRunLoop: Sendable {
     /// ``performSignalledSources(_:)``). Loop's thread only, hence unsafe and unchecked.
     @exclusivity(unchecked) nonisolated(unsafe) var readySourcesScratch: [ReadySource] = []
     /// The timers step's list of due timers, kept with its capacity between passes so that a
-    /// fire allocates nothing (see ``fireDueTimers(_:_:_:)``). Loop's thread only.
+    /// fire allocates nothing (see ``fireDueTimers(_:_:at:_:)``). Loop's thread only.
     @exclusivity(unchecked) nonisolated(unsafe) var dueTimersScratch: [TimerHeap.Entry] = []
     /// Guards cross-thread ``wakeUp()`` against teardown without taking ``state``: the count of
     /// wake-ups in flight, plus ``wakeGateClosed`` once the loop is dead.

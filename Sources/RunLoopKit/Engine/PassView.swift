@@ -12,7 +12,7 @@ struct PassView {
     /// No timer of the mode is due before this date: the heap's earliest entry's deadline when
     /// read (a stale entry's too, which only makes it earlier), or ``unknownDueDate``. A timer
     /// pushed before the heap's earliest entry bumps the count (R40, R44); later pushes and
-    /// removals leave this a lower bound. ``EvRunLoop/fireDueTimers(_:_:_:)`` moves it under the lock.
+    /// removals leave this a lower bound. ``EvRunLoop/fireDueTimers(_:_:at:_:)`` moves it under the lock.
     var timersDueFrom = PassView.unknownDueDate
     var hasItems = false
     var watchersInStep = false
