@@ -42,9 +42,9 @@ struct CFBackend: Backend {
                 CFRunLoopTimerInvalidate(timer)
                 return
             }
-            let date = CFAbsoluteTimeGetCurrent() + box.delay
+            // The recorded due date is read before CF's clock (see RunLoopKitBackend).
             box.recorder.expect(dueNs: nowNs() + UInt64(box.delay * 1e9))
-            CFRunLoopTimerSetNextFireDate(timer, date)
+            CFRunLoopTimerSetNextFireDate(timer, CFAbsoluteTimeGetCurrent() + box.delay)
         }
     }
 
@@ -55,8 +55,8 @@ struct CFBackend: Backend {
         var context = CFRunLoopTimerContext(
             version: 0, info: Unmanaged.passUnretained(box).toOpaque(), retain: nil, release: nil,
             copyDescription: nil)
-        let date = CFAbsoluteTimeGetCurrent() + delay
         let due = nowNs() + UInt64(delay * 1e9)
+        let date = CFAbsoluteTimeGetCurrent() + delay
         let timer = CFRunLoopTimerCreate(nil, date, interval, 0, 0, callout, &context).takeRetainedValue()
         if repeating { recorder.start(firstDueNs: due) } else { recorder.expect(dueNs: due) }
         CFRunLoopAddTimer(loop, timer, kCFRunLoopDefaultMode)

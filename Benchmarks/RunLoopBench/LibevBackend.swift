@@ -56,8 +56,9 @@ struct LibevBackend: Backend {
             guard context.recorder.fired(atNs: now) else { return }
             // Re-arm as libev's manual says (ev_timer_set + ev_timer_start on the stopped watcher),
             // from a fresh ev_now so libev's deadline and the recorded one agree.
-            ev_now_update(loop)
+            // The recorded due date is read before libev's clock (see RunLoopKitBackend).
             context.recorder.expect(dueNs: nowNs() + UInt64(context.delay * 1e9))
+            ev_now_update(loop)
             w!.pointee.at = context.delay  // ev_timer_set(w, delay, 0)
             w!.pointee.repeat = 0
             ev_timer_start(loop, w)
@@ -73,8 +74,8 @@ struct LibevBackend: Backend {
         let context = TimerContext(recorder: recorder, delay: delay)
         clibev_timer_init(watcher, callback, delay, repeating ? delay : 0)
         clibev_set_data(watcher, Unmanaged.passUnretained(context).toOpaque())
+        let due = nowNs() + UInt64(delay * 1e9)  // read first, as in the re-armed timer
         ev_now_update(loop)
-        let due = nowNs() + UInt64(delay * 1e9)
         if repeating { recorder.start(firstDueNs: due) } else { recorder.expect(dueNs: due) }
         ev_timer_start(loop, watcher)
         ev_run(loop, 0)  // returns when the timer is stopped: no active watchers left
