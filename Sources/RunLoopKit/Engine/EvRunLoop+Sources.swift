@@ -69,6 +69,7 @@ extension EvRunLoop {
             sourceState.loop = nil
             state.sources.remove(source)
             state.dequeueSignalled(source)
+            signalInbox.remove(source)
             if state.signalled.isEmpty { clearHint(Hint.signalledSources) }
         }
         return leaving
@@ -103,98 +104,4 @@ extension EvRunLoop {
             }
         }
     }
-
-    /// R33, R34: performs the signalled sources of `run`'s mode in (order, signal time) order; with
-    /// `returnAfterSourceHandled`, only the first. Returns whether any source was performed.
-    @inline(__always)
-    func performSignalledSources(_ run: RunContext) -> Bool {
-        hasHint(Hint.signalledSources) && performSignalled(run)
-    }
-
-    @inline(never)
-    private func performSignalled(_ run: RunContext) -> Bool {
-        let mode = run.mode
-        // The common case, one signalled source: taken at once, no list to build.
-        let only: EvSource? = state.withLock { state in
-            state.signalled.count == 1 ? takeOnlySignalled(in: mode, &state) : listSignalled(in: mode, &state)
-        }
-        if let only {
-            Callout.sourcePerform(only, on: self)
-            return true
-        }
-        return performListed(run)
-    }
-
-    /// Several signalled sources: those of `mode` are listed in the loop's scratch array, which
-    /// keeps its capacity between passes, so that listing and sorting them allocates nothing
-    /// once it has grown. Returns nil, for ``performSignalled(_:)``.
-    @inline(never)
-    private func listSignalled(in mode: Mode, _ state: inout LoopState) -> EvSource? {
-        for slot in 0..<state.signalled.count {
-            let source = state.signalled[slot]
-            source.state.withLock { sourceState in
-                if sourceState.isValid, sourceState.modes.contains(mode) {
-                    readySourcesScratch.append(
-                        ReadySource(order: source.order, sequence: sourceState.signalSequence, source: source))
-                }
-            }
-        }
-        return nil
-    }
-
-    /// Performs the sources ``listSignalled(in:_:)`` listed, each taken just before its callout.
-    @inline(never)
-    private func performListed(_ run: RunContext) -> Bool {
-        // Out of the loop for the pass: a run nested in a perform finds it empty and lists its own.
-        var ready = readySourcesScratch
-        readySourcesScratch = []
-        // R33: by order, then by signal time; in place, no copy of the list.
-        ready.sort { ($0.order, $0.sequence) < ($1.order, $1.sequence) }
-        var performed = false
-        for candidate in ready where state.withLock({ take(candidate.source, &$0) }) {
-            Callout.sourcePerform(candidate.source, on: self)
-            performed = true
-            if run.returnAfterSourceHandled { break }
-        }
-        ready.removeAll(keepingCapacity: true)  // no source kept alive by the scratch
-        readySourcesScratch = ready
-        return performed
-    }
-
-    /// The one signalled source, taken off the list (its reference moves out of it: no retain,
-    /// no release) with its flag cleared, if it is valid and in `mode`; `nil`, leaving it there,
-    /// if not.
-    @inline(__always)
-    private func takeOnlySignalled(in mode: Mode, _ state: inout LoopState) -> EvSource? {
-        let taken = state.signalled.takeOnly { source in
-            source.state.withLock { sourceState in
-                guard sourceState.isSignalled, sourceState.isValid, sourceState.modes.contains(mode) else { return false }
-                sourceState.isSignalled = false  // R33: cleared before the perform
-                return true
-            }
-        }
-        if taken != nil { clearHint(Hint.signalledSources) }
-        return taken
-    }
-
-    /// Clears the source's signalled flag just before its callout, so a signal during the callout
-    /// runs it again later (R33); false if it is no longer signalled or valid.
-    private func take(_ source: EvSource, _ state: inout LoopState) -> Bool {
-        let taken = source.state.withLock { sourceState in
-            guard sourceState.isSignalled, sourceState.isValid else { return false }
-            sourceState.isSignalled = false
-            return true
-        }
-        guard taken else { return false }
-        state.dequeueSignalled(source)
-        if state.signalled.isEmpty { clearHint(Hint.signalledSources) }
-        return true
-    }
-}
-
-/// A signalled source ready in the running mode, with what orders it (R33).
-struct ReadySource {
-    let order: Int
-    let sequence: UInt64
-    let source: EvSource
 }

@@ -13,6 +13,7 @@ extension EvRunLoop {
                 state.dequeueSignalled(source)
             }
         }
+        _ = signalInbox.take()  // no source is bound here any more: none can be left again
         // R4: the sources leave the dying loop and keep their own state (a port its queued
         // messages, for the next loop it joins).
         for core in state.source1s.values {

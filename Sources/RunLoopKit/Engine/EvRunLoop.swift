@@ -50,6 +50,8 @@ public final class EvRunLoop: Sendable {
     let passViewChanges = Atomic<UInt64>(0)
     /// The callout running now and the loop's counters (``metrics``), written by its thread only.
     let recorder = LoopRecorder()
+    /// A signalled source handed over without the loop's lock (see ``SignalInbox``).
+    let signalInbox = SignalInbox()
     /// The version-0 step's list of ready sources when several are signalled, kept with its
     /// capacity between passes so that sorting them allocates nothing (see
     /// ``performSignalledSources(_:)``). Loop's thread only, hence unsafe and unchecked.

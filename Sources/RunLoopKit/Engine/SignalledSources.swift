@@ -56,14 +56,30 @@ final class SignalledSources: @unchecked Sendable {
         return taken.takeRetainedValue()
     }
 
+    /// What to do with a listed source.
+    enum Decision {
+        /// Take it off the list, to perform it.
+        case take
+        /// Leave it listed.
+        case keep
+        /// Take it off the list and let it go.
+        case drop
+    }
+
     /// With exactly one source listed: takes it off and returns the list's reference to it if
-    /// `accept` (called with the source borrowed, no retain) says so; `nil`, leaving it, if not.
+    /// `decide` (called with the source borrowed, no retain) says ``Decision/take``; `nil`
+    /// otherwise, having left it or let it go as `decide` said.
     @inline(__always)
-    func takeOnly(if accept: (EvSource) -> Bool) -> EvSource? {
+    func takeOnly(_ decide: (EvSource) -> Decision) -> EvSource? {
         let only = buffer[0]
-        guard only._withUnsafeGuaranteedRef(accept) else { return nil }
+        let decision = only._withUnsafeGuaranteedRef(decide)
+        guard decision != .keep else { return nil }
         only._withUnsafeGuaranteedRef { $0.signalledSlot = -1 }
         count = 0
+        guard decision == .take else {
+            only.release()
+            return nil
+        }
         return only.takeRetainedValue()
     }
 

@@ -47,9 +47,11 @@ public final class EvSource: Sendable {
     /// Marks the source as ready to perform. Safe from any thread; does not wake the loop (R22).
     /// Does nothing on an invalidated source (R36).
     public func signal() {
-        // Each lock is taken once: the source's, and inside it the loop's, only tried, since the
-        // lock order is the loop's first. If the loop holds its lock (it is awake, in a step), the
-        // source lets go of its own and queues itself the long way round (enqueueSignalled).
+        // The source's lock is taken once. Inside it the source goes to its loop's inbox, with
+        // no lock, or, if another source is there, on the loop's list under the loop's lock,
+        // which it may only try, since the lock order is the loop's first. If the loop holds its
+        // lock (it is awake, in a step), the source lets go of its own and queues itself the long
+        // way round (enqueueSignalled).
         let contended: EvRunLoop? = state.withLock { source in
             guard source.isValid, !source.isSignalled else { return nil }
             source.isSignalled = true
@@ -57,6 +59,7 @@ public final class EvSource: Sendable {
             // order already agrees with every happens-before between them (R33, C58). Wrapping:
             // one locked add, no overflow check (2^64 signals do not happen).
             source.signalSequence = Self.signalSequence.wrappingAdd(1, ordering: .relaxed).newValue
+            if source.loop?.signalInbox.post(self) ?? true { return nil }
             return source.loop?.tryEnqueueSignalled(self) == false ? source.loop : nil
         }
         contended?.enqueueSignalled(self)

@@ -187,6 +187,58 @@ import Testing
         #expect(performed.count == 1)
     }
 
+    /// A source signalled on one loop, then moved to another before the first ran, performs
+    /// once, on the loop it joined; the loop it left keeps no reference to it.
+    @Test func R35_aSignalledSourceMovedToAnotherLoopPerformsThereOnlyAndIsNotKeptByTheFirst() {
+        let (performedOn, releasedBeforeFirstRan, performedAfterFirstRan) = onLoopThread { first -> ([String], Bool, Int) in
+            let performedOn = EventLog<String>()
+            weak var released: EvSource?
+            do {
+                let source = EvSource { performedOn.append(EvRunLoop.current === first ? "first" : "second") }
+                released = source
+                first.add(source, forMode: .default)
+                source.signal()
+                first.remove(source, forMode: .default)
+                onLoopThread { second in
+                    second.add(source, forMode: .default)
+                    second.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+                }
+            }
+            // Gone once its last holder (the second loop, torn down) let go, though the first
+            // loop has not run since it was signalled there.
+            let releasedBeforeFirstRan = released == nil
+            first.add(keepAliveTimer(), forMode: .default)
+            first.run(mode: .default, timeout: .zero)
+            return (performedOn.all, releasedBeforeFirstRan, performedOn.count)
+        }
+        #expect(performedOn == ["second"])
+        #expect(releasedBeforeFirstRan)
+        #expect(performedAfterFirstRan == 1)
+    }
+
+    /// A signalled source that joins a second mode of its loop performs once.
+    @Test func R35_aSignalledSourceJoiningASecondModePerformsOnce() {
+        let (first, second, inOther, stillSignalled) = onLoopThread { loop -> (Int, Int, Int, Bool) in
+            let performed = EventLog<Int>()
+            let source = EvSource { performed.append(1) }
+            loop.add(source, forMode: .default)
+            loop.add(keepAliveTimer(), forMode: .default)
+            loop.add(keepAliveTimer(), forMode: Self.other)
+            source.signal()
+            loop.add(source, forMode: Self.other)
+            loop.run(mode: .default, timeout: .zero)
+            let first = performed.count
+            loop.run(mode: .default, timeout: .zero)
+            let second = performed.count
+            loop.run(mode: Self.other, timeout: .zero)
+            return (first, second, performed.count, source.isSignalled)
+        }
+        #expect(first == 1)
+        #expect(second == 1)
+        #expect(inOther == 1)
+        #expect(!stillSignalled)
+    }
+
     @Test func R35_signalledSourcesLeavingAndRejoiningStillPerformInOrder() {
         let order = onLoopThread { loop -> [Int] in
             let performed = EventLog<Int>()
