@@ -67,7 +67,8 @@ extension EvRunLoop {
         for slot in 0..<state.signalled.count {
             let source = state.signalled[slot]
             source.state.withLock { sourceState in
-                if sourceState.isValid, sourceState.modes.contains(mode) {
+                // One no longer signalled (performed through the inbox) is listed too, to leave.
+                if sourceState.isValid, sourceState.modes.contains(mode) || !sourceState.isSignalled {
                     readySourcesScratch.append(
                         ReadySource(order: source.order, sequence: sourceState.signalSequence, source: source))
                 }

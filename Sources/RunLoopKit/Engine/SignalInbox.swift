@@ -3,8 +3,8 @@ import Synchronization
 /// A loop's one-place inbox for a signalled version-0 source: ``EvSource/signal()`` leaves the
 /// source here without the loop's lock, and the loop's pass takes it without the loop's lock
 /// either, when no other source is listed (the usual wake-up: one source signalled at a time).
-/// A signal that finds the place taken lists its source the way it always did, under the loop's
-/// lock (``LoopState/signalled``).
+/// A signal that finds the place taken lists its source on ``LoopState/signalled``, under the
+/// loop's lock.
 ///
 /// The place holds a retained reference. A source here is checked under its own lock when it is
 /// taken (still signalled, valid, bound to this loop, in the running mode), so a source that

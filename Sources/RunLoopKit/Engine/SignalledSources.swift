@@ -1,6 +1,8 @@
 /// A loop's signalled version-0 sources that have not performed yet (R33, R35), in no
 /// particular order: each source knows its place (``EvSource/signalledSlot``), so joining and
-/// leaving are O(1) with no hashing; the last one fills a place that is left.
+/// leaving are O(1) with no hashing; the last one fills a place that is left. A source listed
+/// while it also waited in the loop's ``SignalInbox`` may have performed from there: a later
+/// perform step that looks at the list takes it off.
 ///
 /// A plain buffer of retained references rather than an `Array`, because it is on every wake-up
 /// cycle's path: no uniqueness or capacity check through a call on every append and removal, and
