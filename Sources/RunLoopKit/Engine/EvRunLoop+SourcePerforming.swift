@@ -12,7 +12,7 @@ extension EvRunLoop {
         // The usual case, one source in the inbox and none listed: no lock but the source's.
         // (A source listed from now on was signalled after this look, as if after this step.)
         if !hasHint(Hint.signalledSources), let source = signalInbox.take() {
-            guard take(source, in: mode) else {
+            guard takeIfPerformable(source, in: mode) else {
                 listIfStillSignalled(source)
                 return false
             }
@@ -34,7 +34,7 @@ extension EvRunLoop {
     /// Clears the flag of a source taken from the inbox if it is to perform now: still
     /// signalled, valid, bound to this loop and in `mode` (R33: cleared before the perform).
     @inline(__always)
-    private func take(_ source: EvSource, in mode: Mode) -> Bool {
+    private func takeIfPerformable(_ source: EvSource, in mode: Mode) -> Bool {
         source.state.withLock { sourceState in
             guard sourceState.isSignalled, sourceState.isValid, sourceState.loop === self, sourceState.modes.contains(mode) else { return false }
             sourceState.isSignalled = false

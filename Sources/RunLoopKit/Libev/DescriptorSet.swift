@@ -136,8 +136,9 @@ final class DescriptorSet {
     /// and the set's descriptor stays readable while more wait.
     func collect() -> [(token: Int, events: Int32)] {
         var fired: [(token: Int, events: Int32)] = []
-        // Timeout 0: this never blocks; libev waits on the set's descriptor. A failure (ENOMEM)
-        // reports nothing now; the set stays readable, so libev asks again.
+        // The one epoll_wait outside libev, and it never blocks (timeout 0): libev waits on the
+        // set's descriptor, and this reads the set it reported (the type says why the set exists).
+        // A failure (ENOMEM) reports nothing now; the set stays readable, so libev asks again.
         let count = Int(retryingEINTR { epoll_wait(descriptor, eventBuffer, Int32(Self.batch), 0) })
         for index in 0..<max(count, 0) { report(eventBuffer[index], into: &fired) }
         if alwaysReadyCount > 0 {

@@ -142,9 +142,7 @@ extension EvBackend {
     /// The watchers that fired since the last call. Descriptors come in the order the kernel
     /// reported them, which is the order they became ready.
     func takeReady() -> [(token: Int, events: Int32)] {
-        if let descriptors, descriptors.hasAlwaysReady {
-            for (token, events) in descriptors.collect() { noteReady(token, events) }
-        }
+        if let descriptors, descriptors.hasAlwaysReady { noteReady(from: descriptors) }
         defer { refreshHasReady() }
         guard !ready.isEmpty else { return [] }
         let tables = madeWatcherTables()
@@ -163,7 +161,7 @@ extension EvBackend {
             guard let loop, let watcher else { return }
             EvBackend.with(loop) { backend in
                 if revents & EvBackend.failed != 0 { return backend.internalWatcherFailed(watcher) }
-                for (token, events) in backend.descriptors?.collect() ?? [] { backend.noteReady(token, events) }
+                if let descriptors = backend.descriptors { backend.noteReady(from: descriptors) }
             }
         }, descriptors.descriptor, Int32(EV_READ))
         startInternalWatcher(watcher, call: "EvRunLoop.add(_:forMode:)")
@@ -179,6 +177,11 @@ extension EvBackend {
         watcher.deallocate()
         descriptorsWatcher = nil
         descriptors = nil
+    }
+
+    /// Notes what the descriptor set reports ready now (its `epoll_wait` never blocks).
+    func noteReady(from descriptors: DescriptorSet) {
+        for (token, events) in descriptors.collect() { noteReady(token, events) }
     }
 
     func noteReady(_ token: Int, _ events: Int32) {

@@ -223,7 +223,7 @@ final class EvBackend: LoopWaiter {
             repair()
             ev_run(loop, Int32(EVRUN_NOWAIT))
         } else if let descriptors, !descriptors.isEmpty {
-            for (token, events) in descriptors.collect() { noteReady(token, events) }
+            noteReady(from: descriptors)
         }
         takeWakeRequests(wake.takeRequests())
         // A fallback timer serves sleeps only, in the loop each sleeps in: the next one arms it again.
