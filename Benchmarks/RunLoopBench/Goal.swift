@@ -1,4 +1,4 @@
-/// The issue's target for RunLoopKit on one figure, structured so that a run can say whether it
+/// The project's target for RunLoopKit on one figure, structured so that a run can say whether it
 /// is met and, if not, how far off it is. Goals are always about RunLoopKit's value.
 enum Goal: Sendable, Equatable {
     /// RunLoopKit's value ÷ `against`'s value at most `limit` ("≤ 1.15× libev").
@@ -48,7 +48,7 @@ enum Goal: Sendable, Equatable {
         }
     }
 
-    /// The goal as the issue writes it, for a figure in `unit`: "≤ 1.15× libev", "≥ 2× CF",
+    /// The goal as the project sets it, for a figure in `unit`: "≤ 1.15× libev", "≥ 2× CF",
     /// "≤ 20 µs", "< CF", "≤ 2".
     func text(unit: String) -> String {
         switch self {
@@ -97,7 +97,7 @@ enum Goal: Sendable, Equatable {
     }
 
     /// Absolute goals show units of time ("≤ 20 µs"); counts and factors read as bare numbers
-    /// ("≤ 3" fds, "≤ 2" for a growth factor), as the issue writes them.
+    /// ("≤ 3" fds, "≤ 2" for a growth factor), as the project sets them.
     private static func shownUnit(_ unit: String) -> String {
         ["ns", "µs", "ms", "s"].contains(unit) ? " \(unit)" : ""
     }

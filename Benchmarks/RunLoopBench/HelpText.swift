@@ -16,7 +16,7 @@ enum HelpText {
         With no arguments, runs the standard set (every scenario) in a few minutes and \
         prints one table: a row per figure, a column per backend, then the ratios \
         RunLoopKit/libev, RunLoopKit/CF and RunLoopKit/default actor from the same \
-        run, then the issue's goal for RunLoopKit and its status in this run: "met", \
+        run, then the project's goal for RunLoopKit and its status in this run: "met", \
         or the gap, what was measured against what is wanted (for example "gap \
         1.24× vs ≤ 1.15× libev", "gap 36.5 µs vs ≤ 20 µs"); --json has them as met and \
         gap. "—" marks a backend with no equivalent or a value not measured. \

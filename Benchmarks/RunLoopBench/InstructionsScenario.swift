@@ -26,7 +26,7 @@ struct InstructionsScenario {
 
     /// The timer population sizes (timer-add, timer-cancel).
     static let populations = [1000, 100_000]
-    /// Blocks pending for another mode behind a blocks step: none, and the adversarial probe's
+    /// Blocks pending for another mode behind a blocks step: none, and
     /// 200,000 (blocks-step; the cliff figure is the ratio of the two).
     static let blockPopulations = [0, 200_000]
     /// The ratio figure of blocks-step: a run behind 200,000 blocks for another mode ÷ with none.

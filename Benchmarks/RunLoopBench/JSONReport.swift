@@ -1,7 +1,7 @@
 import Foundation
 
 /// The machine-readable form of a run (`--json PATH`): every figure with its value per backend,
-/// the RunLoopKit ratios and, where the issue sets a goal, whether this run met it (`met`) and
+/// the RunLoopKit ratios and, where the project sets a goal, whether this run met it (`met`) and
 /// otherwise by how much (`gap`, e.g. "1.24× vs ≤ 1.15× libev"), plus the run's context and notes.
 struct JSONReport: Encodable {
     struct Entry: Encodable {
@@ -10,7 +10,7 @@ struct JSONReport: Encodable {
         let label: String
         let unit: String
         let better: Better
-        /// The goal as the issue writes it, e.g. "≤ 1.15× libev".
+        /// The goal as the project sets it, e.g. "≤ 1.15× libev".
         let goal: String?
         /// Whether RunLoopKit met the goal in this run; absent without a goal or a measurement.
         let met: Bool?

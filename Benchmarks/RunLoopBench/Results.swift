@@ -13,7 +13,7 @@ struct Figure: Sendable {
     let label: String
     let unit: String
     let better: Better
-    /// The issue's target for RunLoopKit, where it sets one.
+    /// The project's target for RunLoopKit, where it sets one.
     var goal: Goal?
     var values: [BackendID: Double] = [:]
     /// Backends that have no equivalent of this figure (libev has no main loop): their cell
@@ -45,7 +45,7 @@ struct Figure: Sendable {
         values[backend] != nil || noEquivalent.contains(backend)
     }
 
-    /// The goal as the issue writes it ("≤ 1.15× libev"), if there is one.
+    /// The goal as the project sets it ("≤ 1.15× libev"), if there is one.
     var goalText: String? { goal?.text(unit: unit) }
 
     /// Whether this run met the goal, if there is one.

@@ -2,7 +2,7 @@ import Foundation
 
 /// The results as one table: a row per figure, a column per backend, then the ratios
 /// RunLoopKit/libev, RunLoopKit/CF (and RunLoopKit/default actor) from the same run, then the
-/// issue's goal and its status in this run ("met", or the gap). Rendered as aligned text for
+/// project's goal and its status in this run ("met", or the gap). Rendered as aligned text for
 /// the terminal or as Markdown for the README.
 struct TableReport {
     let results: BenchResults
@@ -146,7 +146,7 @@ struct TableReport {
         var text = "Measured with `make bench` (\(parts.joined(separator: ", "))). "
             + "All backends ran in the same process and the same run, interleaved (wake-ups sample by "
             + "sample, other scenarios in rounds of rotating order); ratios are taken within that run. "
-            + "Latencies are HDR-histogram percentiles. The goal column is the issue's target for "
+            + "Latencies are HDR-histogram percentiles. The goal column is the project's target for "
             + "RunLoopKit; status says whether this run met it or, if not, the gap: what was measured "
             + "against what is wanted."
         if let sizes = c["sizes"] { text += " Sizes: \(sizes)." }

@@ -1,5 +1,5 @@
 /// Scenario 4: timer scaling. On a loop's own thread, add N timers with random fire dates an
-/// hour or two ahead (none fires), then cancel them: in the order they were added (the issue's
+/// hour or two ahead (none fires), then cancel them: in the order they were added (the goal's
 /// "add then cancel"), and in a second pass in random order, the worst case for memory, where
 /// each cancel touches a timer no cache holds. ns per add and per cancel at each N, and where a
 /// backend can, ns per visit: one read of each timer after the random-order cancels, in the

@@ -109,7 +109,7 @@ private func exitedLoop() -> EvRunLoop {
             loop.run(mode: .default, timeout: .zero)
             log.append("default ran once")
         }
-        // Seed 001: decode images only in the default mode, never while the user scrolls.
+        // Decode images only in the default mode, never while the user scrolls.
         try loop.perform(inModes: [.default], waitUntilDone: false) { log.append("decode image") }
         // Scheduled after it: when this runs, the default block has been passed over (R54).
         try loop.perform(inModes: [tracking], waitUntilDone: false) {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// A stall monitor's backtrace capture never takes its host process down, whatever happens to
-/// the process's mappings meanwhile (issue 10, point 6). Each scenario runs in the
+/// the process's mappings meanwhile. Each scenario runs in the
 /// MainLoopHarness program, so that a crash fails the test instead of ending the test run.
 @Suite struct StallBacktraceSafetyTests {
     /// Runs a harness scenario; returns its exit status (or terminating signal, negated) and

@@ -38,7 +38,7 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
     return true
 }
 
-/// EvStallMonitor: the run-loop stall ("卡顿") monitor of seeds 000 and 001.
+/// EvStallMonitor: the run-loop stall ("卡顿") monitor: reports a loop stuck in one phase.
 @Suite struct StallMonitorTests {
     @Test func aSourceThatBlocksTheLoopIsReportedInBeforeSourcesWithLoopModeAndDuration() throws {
         let reports = EventLog<EvStallMonitor.Report>()
@@ -97,7 +97,7 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
         #expect(reports.all.first?.mode == tracking)
     }
 
-    /// Issue 12: a stalled timer callout was reported only as "phase afterWaiting"; the report
+    /// A stalled timer callout is not reported as only "phase afterWaiting": the report
     /// names what the loop was running (the engine records each callout's kind, Callouts.swift).
     @Test func aStallNamesTheCalloutKindTheLoopWasRunning() throws {
         let reports = EventLog<EvStallMonitor.Report>()

@@ -4,7 +4,7 @@ import RunLoopKit
 import Testing
 
 /// R4: whatever waits asynchronously on a loop ends when the loop's thread exits, instead of
-/// waiting for ever (issue 10, point 8).
+/// waiting for ever.
 @Suite struct LoopExitTests {
     /// Iterates `stream` and reports whether it ended by itself within the safety net (the
     /// iteration is cancelled after `seconds`, which also ends it, so the test cannot hang).

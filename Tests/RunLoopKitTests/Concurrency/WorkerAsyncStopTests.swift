@@ -2,7 +2,7 @@ import Foundation
 import RunLoopKit
 import Testing
 
-/// `await EvWorkerThread.stop()` (issue 12 §4): stops a worker from async code without blocking
+/// `await EvWorkerThread.stop()`: stops a worker from async code without blocking
 /// a thread of the cooperative pool.
 @Suite struct WorkerAsyncStopTests {
     @Test func asyncStopRunsTheQueuedWorkThenReturnsWithTheLoopTornDown() async throws {

@@ -2,7 +2,7 @@ import Foundation
 import RunLoopKit
 import Testing
 
-/// Seed 004's trap, as a test: keep-alive threads that are created, used and stopped must leave
+/// A keep-alive thread's classic trap, as a test: keep-alive threads that are created, used and stopped must leave
 /// nothing behind — no file descriptor, no resident memory.
 ///
 /// Open descriptors and resident memory are process-wide, and the other suites run in parallel,
