@@ -75,6 +75,14 @@ protocol DescriptorWatchingLoop: RunningLoop {
     func watchIdleDescriptor()
 }
 
+/// A running loop that can hang a host's phases on libev's own iteration: an `ev_prepare` and an
+/// `ev_check` watcher, whose callbacks libev runs before and after every poll.
+protocol PhaseWatchingLoop: RunningLoop {
+    /// From any thread: starts the two watchers, with callbacks that only count, and returns
+    /// once they are started.
+    func watchPhases()
+}
+
 /// Times of one add-then-cancel pass over many timers (scenario `scaling`).
 struct ChurnTimes: Sendable {
     var addNs: UInt64

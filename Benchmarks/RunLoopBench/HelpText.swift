@@ -171,6 +171,13 @@ enum HelpText {
         count(N)) / 4 N, so set-up and the window's edges cancel. All threads count.
           instructions.wakeup      one wake-up cycle as in wakeup: the driver's \
                                    pause, signal and wait, the loop's iteration
+          instructions.wakeup-timer, .wakeup-descriptor   the same with a timer due \
+                                   in a day, with an idle pipe watched
+          instructions.wakeup-phase-watchers   raw libev's cycle with an ev_prepare \
+                                   and an ev_check watcher started (libev only): \
+                                   what hanging a host's phases on libev's own \
+                                   iteration costs, against RunLoopKit's one \
+                                   ev_run(EVRUN_ONCE) per sleep
           instructions.timer-fire  one fire of a repeating 1 ms timer, the loop's \
                                    only item (its callout notes its lateness)
           instructions.perform     one cross-thread perform + wake-up, in a burst \

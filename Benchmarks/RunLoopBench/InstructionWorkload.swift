@@ -14,10 +14,13 @@ enum InstructionOperation: String, CaseIterable, Codable, Sendable {
     /// The same with a timer due in a day in the loop's mode, so that every sleep has a
     /// deadline and every pass has a timer to look at (the wake-up figure's loop has none).
     case wakeupTimer = "wakeup-timer"
-    /// The same with an idle descriptor watched (a pipe never written): RunLoopKit then sleeps
-    /// in `epoll_wait` through libev, as a loop with an `EvFileDescriptorSource` does, instead of
-    /// on its futex.
+    /// The same with an idle descriptor watched (a pipe never written), as a loop with an
+    /// `EvFileDescriptorSource` has.
     case wakeupDescriptor = "wakeup-descriptor"
+    /// Raw libev's wake-up cycle with an `ev_prepare` and an `ev_check` watcher started: what a
+    /// host that hangs its phases on libev's iteration pays, against entering `ev_run` once per
+    /// sleep as RunLoopKit does (libev only; compare with its wake-up figure).
+    case wakeupPhaseWatchers = "wakeup-phase-watchers"
     /// One fire of a repeating 1 ms timer, the loop's only item: the kernel wakes the loop, the
     /// timer's callout runs (it notes its lateness, as in scenario timers), the loop sleeps again.
     case timerFire = "timer-fire"
@@ -45,6 +48,7 @@ enum InstructionOperation: String, CaseIterable, Codable, Sendable {
         case .actorhop: [.runloopkit, .nio, .dispatch]
         case .wakeupTimer, .timerFire, .timerAdd, .timerCancel, .modeswitch: [.runloopkit, .libev, .cf]
         case .wakeupDescriptor: [.runloopkit, .libev]
+        case .wakeupPhaseWatchers: [.libev]
         case .blocksStep, .timerModes: [.runloopkit, .cf]
         }
     }
@@ -74,7 +78,7 @@ struct InstructionWorkload {
 
     private func measure() {
         switch operation {
-        case .wakeup, .wakeupTimer, .wakeupDescriptor: wakeups()
+        case .wakeup, .wakeupTimer, .wakeupDescriptor, .wakeupPhaseWatchers: wakeups()
         case .timerFire:
             BenchThread.run { timerFires() }
         case .perform: performs()
@@ -120,6 +124,10 @@ struct InstructionWorkload {
         if operation == .wakeupDescriptor {
             guard let watcher = loop as? any DescriptorWatchingLoop else { fatalError("\(backend.rawValue) cannot watch a descriptor") }
             watcher.watchIdleDescriptor()
+        }
+        if operation == .wakeupPhaseWatchers {
+            guard let watcher = loop as? any PhaseWatchingLoop else { fatalError("\(backend.rawValue) has no phase watchers") }
+            watcher.watchPhases()
         }
         func cycle() {
             pause(ns: pauseNs)

@@ -135,7 +135,7 @@ struct InstructionsScenario {
     /// Short and long run lengths of `job`.
     private func counts(_ job: Job) -> (Int, Int) {
         let n = switch job.operation {
-        case .wakeup, .wakeupTimer, .wakeupDescriptor, .timerFire, .actorhop: 200
+        case .wakeup, .wakeupTimer, .wakeupDescriptor, .wakeupPhaseWatchers, .timerFire, .actorhop: 200
         case .perform: 2000
         case .modeswitch: 500
         // CF walks the 200,000 pending blocks several times per run (W19): millions each.
@@ -233,6 +233,7 @@ struct InstructionsScenario {
         .wakeup: "instructions per wake-up cycle",
         .wakeupTimer: "instructions per wake-up cycle, a timer pending",
         .wakeupDescriptor: "instructions per wake-up cycle, a descriptor watched (epoll)",
+        .wakeupPhaseWatchers: "instructions per wake-up cycle, libev with ev_prepare and ev_check watchers",
         .timerFire: "instructions per fire of a repeating 1 ms timer",
         .perform: "instructions per cross-thread perform",
         .actorhop: "instructions per actor hop round trip",

@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// `@unchecked Sendable`: the loop and watchers are touched only by the loop thread after
 /// start, except `ev_async_send`, which libev documents as callable from any thread.
-final class LibevRunningLoop: TimerHoldingLoop, DescriptorWatchingLoop, @unchecked Sendable {
+final class LibevRunningLoop: TimerHoldingLoop, DescriptorWatchingLoop, PhaseWatchingLoop, @unchecked Sendable {
     typealias Item = @Sendable () -> Void
 
     private let loop: OpaquePointer
@@ -21,6 +21,11 @@ final class LibevRunningLoop: TimerHoldingLoop, DescriptorWatchingLoop, @uncheck
     /// Started by ``watchIdleDescriptor()`` only, on the read end of `idlePipe`.
     private let idleWatcher = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
     private var idlePipe: [Int32] = []
+    /// Started by ``watchPhases()`` only; their callbacks count into ``phaseCallouts``.
+    private let prepareWatcher = UnsafeMutablePointer<ev_prepare>.allocate(capacity: 1)
+    private let checkWatcher = UnsafeMutablePointer<ev_check>.allocate(capacity: 1)
+    private var phasesWatched = false
+    private var phaseCallouts = 0
     private let onSignal: @Sendable () -> Void
     private let queue = Mutex<[Item]>([])
     private var thread: BenchThread?
@@ -52,6 +57,8 @@ final class LibevRunningLoop: TimerHoldingLoop, DescriptorWatchingLoop, @uncheck
         for w in [sourceWatcher, queueWatcher, stopWatcher] { w.deallocate() }
         farOffTimer.deallocate()
         idleWatcher.deallocate()
+        prepareWatcher.deallocate()
+        checkWatcher.deallocate()
         ev_loop_destroy(loop)
     }
 
@@ -112,11 +119,38 @@ final class LibevRunningLoop: TimerHoldingLoop, DescriptorWatchingLoop, @uncheck
         started.wait()
     }
 
+    /// Starts the watchers on the loop's thread (libev is not thread-safe), through the queue.
+    func watchPhases() {
+        let started = DispatchSemaphore(value: 0)
+        let me = UnsafeSendable(self)
+        post({
+            let loop = me.value
+            clibev_prepare_init(loop.prepareWatcher) { _, w, _ in
+                Unmanaged<LibevRunningLoop>.fromOpaque(clibev_get_data(w)!).takeUnretainedValue().phaseCallouts &+= 1
+            }
+            clibev_check_init(loop.checkWatcher) { _, w, _ in
+                Unmanaged<LibevRunningLoop>.fromOpaque(clibev_get_data(w)!).takeUnretainedValue().phaseCallouts &+= 1
+            }
+            let data = Unmanaged.passUnretained(loop).toOpaque()
+            clibev_set_data(loop.prepareWatcher, data)
+            clibev_set_data(loop.checkWatcher, data)
+            ev_prepare_start(loop.loop, loop.prepareWatcher)
+            ev_check_start(loop.loop, loop.checkWatcher)
+            loop.phasesWatched = true
+            started.signal()
+        }, count: 1)
+        started.wait()
+    }
+
     func stop() {
         ev_async_send(loop, stopWatcher)
         thread?.join()
         for w in [sourceWatcher, queueWatcher, stopWatcher] { ev_async_stop(loop, w) }
         if farOffTimerStarted { ev_timer_stop(loop, farOffTimer) }
+        if phasesWatched {
+            ev_prepare_stop(loop, prepareWatcher)
+            ev_check_stop(loop, checkWatcher)
+        }
         if !idlePipe.isEmpty {
             ev_io_stop(loop, idleWatcher)
             idlePipe.forEach { close($0) }

@@ -36,6 +36,10 @@ static inline void clibev_child_init(ev_child *w, clibev_child_cb cb, int pid, i
 static inline void clibev_timer_init(ev_timer *w, clibev_timer_cb cb, double after, double repeat) {
     ev_timer_init(w, cb, after, repeat);
 }
+typedef void (*clibev_prepare_cb)(struct ev_loop *loop, ev_prepare *w, int revents);
+typedef void (*clibev_check_cb)(struct ev_loop *loop, ev_check *w, int revents);
+static inline void clibev_prepare_init(ev_prepare *w, clibev_prepare_cb cb) { ev_prepare_init(w, cb); }
+static inline void clibev_check_init(ev_check *w, clibev_check_cb cb) { ev_check_init(w, cb); }
 typedef void (*clibev_cleanup_cb)(struct ev_loop *loop, ev_cleanup *w, int revents);
 /// An ev_embed of `other` that sweeps it itself (no callback): libev runs `other` without
 /// waiting when its backend descriptor is readable, and reifies it before each poll.
