@@ -2,8 +2,8 @@ import Foundation
 import RunLoopKit
 import Testing
 
-/// A keep-alive thread's classic trap, as a test: keep-alive threads that are created, used and stopped must leave
-/// nothing behind — no file descriptor, no resident memory.
+/// Keep-alive threads that are created, used and stopped must leave nothing behind — no file
+/// descriptor, no resident memory.
 ///
 /// Open descriptors and resident memory are process-wide, and the other suites run in parallel,
 /// so the measurement runs in a child process of its own: the parent test starts this test binary
