@@ -62,8 +62,21 @@ final class LibevRunningLoop: TimerHoldingLoop, DescriptorWatchingLoop, PhaseWat
         ev_loop_destroy(loop)
     }
 
-    private static func from(_ w: UnsafeMutablePointer<ev_async>?) -> LibevRunningLoop {
+    /// The loop a watcher of it belongs to (its data pointer, set when it was made).
+    private static func from<Watcher>(_ w: UnsafeMutablePointer<Watcher>?) -> LibevRunningLoop {
         Unmanaged<LibevRunningLoop>.fromOpaque(clibev_get_data(w)!).takeUnretainedValue()
+    }
+
+    /// Runs `body` with this loop on the loop's thread (libev is not thread-safe), through the
+    /// queue, and returns once it has run.
+    private func onLoopThread(_ body: @escaping @Sendable (LibevRunningLoop) -> Void) {
+        let done = DispatchSemaphore(value: 0)
+        let me = UnsafeSendable(self)
+        post({
+            body(me.value)
+            done.signal()
+        }, count: 1)
+        done.wait()
     }
 
     private func runUntilStopped() {
@@ -90,56 +103,39 @@ final class LibevRunningLoop: TimerHoldingLoop, DescriptorWatchingLoop, PhaseWat
         }
     }
 
-    /// Starts the timer on the loop's thread (libev is not thread-safe), through the queue.
+    /// Starts the timer on the loop's thread.
     func holdFarOffTimer() {
-        let started = DispatchSemaphore(value: 0)
-        let me = UnsafeSendable(self)
-        post({
-            clibev_timer_init(me.value.farOffTimer, { _, _, _ in }, 86_400, 0)
-            ev_timer_start(me.value.loop, me.value.farOffTimer)
-            me.value.farOffTimerStarted = true
-            started.signal()
-        }, count: 1)
-        started.wait()
+        onLoopThread { loop in
+            clibev_timer_init(loop.farOffTimer, { _, _, _ in }, 86_400, 0)
+            ev_timer_start(loop.loop, loop.farOffTimer)
+            loop.farOffTimerStarted = true
+        }
     }
 
-    /// Starts the watcher on the loop's thread (libev is not thread-safe), through the queue.
+    /// Starts the watcher on the loop's thread.
     func watchIdleDescriptor() {
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { fatalError("pipe failed") }
         idlePipe = ends
         let readEnd = ends[0]
-        let started = DispatchSemaphore(value: 0)
-        let me = UnsafeSendable(self)
-        post({
-            clibev_io_init(me.value.idleWatcher, { _, _, _ in }, readEnd, Int32(EV_READ))
-            ev_io_start(me.value.loop, me.value.idleWatcher)
-            started.signal()
-        }, count: 1)
-        started.wait()
+        onLoopThread { loop in
+            clibev_io_init(loop.idleWatcher, { _, _, _ in }, readEnd, Int32(EV_READ))
+            ev_io_start(loop.loop, loop.idleWatcher)
+        }
     }
 
-    /// Starts the watchers on the loop's thread (libev is not thread-safe), through the queue.
+    /// Starts the watchers on the loop's thread.
     func watchPhases() {
-        let started = DispatchSemaphore(value: 0)
-        let me = UnsafeSendable(self)
-        post({
-            let loop = me.value
-            clibev_prepare_init(loop.prepareWatcher) { _, w, _ in
-                Unmanaged<LibevRunningLoop>.fromOpaque(clibev_get_data(w)!).takeUnretainedValue().phaseCallouts &+= 1
-            }
-            clibev_check_init(loop.checkWatcher) { _, w, _ in
-                Unmanaged<LibevRunningLoop>.fromOpaque(clibev_get_data(w)!).takeUnretainedValue().phaseCallouts &+= 1
-            }
+        onLoopThread { loop in
+            clibev_prepare_init(loop.prepareWatcher) { _, w, _ in LibevRunningLoop.from(w).phaseCallouts &+= 1 }
+            clibev_check_init(loop.checkWatcher) { _, w, _ in LibevRunningLoop.from(w).phaseCallouts &+= 1 }
             let data = Unmanaged.passUnretained(loop).toOpaque()
             clibev_set_data(loop.prepareWatcher, data)
             clibev_set_data(loop.checkWatcher, data)
             ev_prepare_start(loop.loop, loop.prepareWatcher)
             ev_check_start(loop.loop, loop.checkWatcher)
             loop.phasesWatched = true
-            started.signal()
-        }, count: 1)
-        started.wait()
+        }
     }
 
     func stop() {
