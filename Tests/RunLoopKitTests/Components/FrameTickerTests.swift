@@ -175,9 +175,19 @@ private func busyWait(until instant: ContinuousClock.Instant) {
                     ticker.isPaused = true
                     marks.update { $0.paused = frame.index }
                     loop.add(EvTimer(after: frameInterval * 10) { _ in
-                        ticker.isPaused = false
-                        let resumed = ticker.grid?.frameIndex(at: .now) ?? -1
-                        marks.update { $0 = ($0.paused, resumed, frames.count) }
+                        // Resuming reads the clock itself: this frame index is the one it resumed
+                        // at only if no frame boundary passed between the readings, so it resumes
+                        // again (paused first) until none did.
+                        var resumed: Int64
+                        var before: Int64
+                        repeat {
+                            ticker.isPaused = true
+                            before = ticker.grid?.frameIndex(at: .now) ?? -1
+                            ticker.isPaused = false
+                            resumed = ticker.grid?.frameIndex(at: .now) ?? -1
+                        } while resumed != before
+                        let resumedAt = resumed
+                        marks.update { $0 = ($0.paused, resumedAt, frames.count) }
                     }, forMode: .default)
                 } else if frames.count == 3 {
                     ticker.invalidate()
