@@ -48,19 +48,23 @@ test: deps hiredis-deps
 check-traits: deps
 	SWIFT=$(SWIFT) .ci/check-traits
 
+## Under a sanitizer, Swift's crash backtracer trips the sanitizer itself and can hang instead of
+## ending the process, so a crashing test there ends with the runtime's plain stack dump.
+SANITIZED_RUN := SWIFT_BACKTRACE=enable=no
+
 ## make test-tsan: the suite under ThreadSanitizer. The library then locks with pthread mutexes,
 ## which TSan understands (Synchronization.Mutex's futex calls are invisible to it).
 test-tsan: deps
 	$(SWIFT) build --build-tests $(TRAITS) --scratch-path .build-tsan --sanitize=thread -Xswiftc -DRUNLOOPKIT_PTHREAD_LOCKS
-	$(SWIFT) test --skip-build $(TRAITS) --scratch-path .build-tsan
+	$(SANITIZED_RUN) $(SWIFT) test --skip-build $(TRAITS) --scratch-path .build-tsan
 
 ## make test-asan: the suite under AddressSanitizer (with LeakSanitizer), the hiredis example's too.
 HIREDIS_ASAN := Examples/HiredisOnRunLoop/.build-asan
 test-asan: deps hiredis-deps
 	$(SWIFT) build --build-tests $(TRAITS) --scratch-path .build-asan --sanitize=address
-	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT) test --skip-build $(TRAITS) --scratch-path .build-asan
+	$(SANITIZED_RUN) ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT) test --skip-build $(TRAITS) --scratch-path .build-asan
 	$(SWIFT) build --build-tests --package-path Examples/HiredisOnRunLoop --scratch-path $(HIREDIS_ASAN) --sanitize=address
-	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT) test --skip-build --package-path Examples/HiredisOnRunLoop --scratch-path $(HIREDIS_ASAN)
+	$(SANITIZED_RUN) ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT) test --skip-build --package-path Examples/HiredisOnRunLoop --scratch-path $(HIREDIS_ASAN)
 
 ## make soak SOAK_SECONDS=300 SOAK_SEEDS=100000: longer stress and conformance runs (defaults below).
 SOAK_SECONDS ?= 120
