@@ -20,16 +20,17 @@ extension StressTests {
             // Every fourth sleep first sleeps in a nested run, which only a stop ends.
             let sleeps = Atomic<Int>(0)
             let nester = EvObserver(activities: .beforeWaiting) { _, _ in
-                loopHeart.beat()
                 guard sleeps.add(1, ordering: .relaxed).newValue % 4 == 0 else { return }
                 if EvRunLoop.current.run(mode: nested) == .stopped { stoppedRuns.add(1, ordering: .releasing) }
             }
             loop.add(nester, forMode: .default)
-            // Counts the sleeps that ended, in either run, so the stopper knows whether its stop came first.
-            loop.add(EvObserver(activities: .afterWaiting) { _, _ in wakes.add(1, ordering: .releasing) }, forMode: .default)
-            loop.add(EvObserver(activities: [.beforeWaiting, .afterWaiting]) { _, activity in
+            // In either run: beats before each sleep, and counts the sleeps that ended, so the
+            // stopper knows whether its stop came first.
+            let sleepWatcher = EvObserver(activities: [.beforeWaiting, .afterWaiting]) { _, activity in
                 if activity == .beforeWaiting { loopHeart.beat() } else { wakes.add(1, ordering: .releasing) }
-            }, forMode: nested)
+            }
+            loop.add(sleepWatcher, forMode: .default)
+            loop.add(sleepWatcher, forMode: nested)
             while !finish.load(ordering: .acquiring) {
                 if loop.run(mode: .default) == .stopped { stoppedRuns.add(1, ordering: .releasing) }
             }
