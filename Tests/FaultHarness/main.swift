@@ -83,6 +83,11 @@ func creationFaults() {
     }
 }
 
+/// Fails libev's `epoll_ctl` for the loop's set of callers' descriptors, once. Calls 1 and 2: the
+/// loop checks the set's descriptor against libev's epoll set (add, remove); call 3: the pipe
+/// into the set; call 4: libev adds the set to its epoll, inside the next `ev_run`.
+let libevAddsTheDescriptorSet = "epoll_ctl:4:ENOMEM@thread"
+
 /// libev's `epoll_ctl` for one of the loop's own descriptors fails while it runs (the epoll set
 /// for callers' descriptors, registered when the first one is watched): libev stops that watcher
 /// and reports `EV_ERROR`; the loop re-arms it and the source fires.
@@ -97,8 +102,7 @@ func internalWatcherReArmed() {
         }
         var byte: UInt8 = 1
         _ = write(fds[1], &byte, 1)
-        // Call 1: the pipe into the loop's set; call 2: libev puts the set into its epoll.
-        arm("epoll_ctl:2:ENOMEM@thread")
+        arm(libevAddsTheDescriptorSet)
         loop.add(source, forMode: .default)
         run(loop, for: 5) { readable.withLock { $0 } }
         let injected = runloopkit_faults_injected("epoll_ctl")
@@ -113,8 +117,43 @@ func internalWatcherReArmed() {
     print("epoll_ctl on the loop's own descriptor: re-armed")
 }
 
-/// libev's `epoll_ctl` for the loop's timerfd (`spec` call 2, when the first sleep with a deadline
-/// makes it) or its wake-up eventfd (call 1, as the loop is made) fails once. The registration is
+/// The same with nothing else to end the sleep: no timeout, no other item. libev makes the failing
+/// `epoll_ctl` inside the `ev_run` the loop would block in, so the loop must learn of the
+/// `EV_ERROR` before it blocks, or it sleeps for good with the descriptor unwatched.
+func internalWatcherReArmedBeforeBlocking() {
+    var fds: [Int32] = [0, 0]
+    guard pipe(&fds) == 0 else { fail("pipe failed") }
+    defer { close(fds[0]); close(fds[1]) }
+    let readEnd = fds[0]
+    var byte: UInt8 = 1
+    _ = write(fds[1], &byte, 1)
+    let result = Mutex<EvRunLoop.RunResult?>(nil)
+    let ended = DispatchSemaphore(value: 0)
+    Thread {
+        let loop = EvRunLoop.current
+        let source = try! EvFileDescriptorSource(fileDescriptor: readEnd, events: .readable) { readiness in
+            if readiness.contains(.readable) { EvRunLoop.current.stop() }
+        }
+        arm(libevAddsTheDescriptorSet)
+        loop.add(source, forMode: .default)
+        let outcome = loop.run(mode: .default, timeout: nil)
+        runloopkit_faults_disarm()
+        source.invalidate()
+        result.withLock { $0 = outcome }
+        ended.signal()
+    }.start()
+    // A safety net: the source fires at once when the loop re-arms the watcher before it sleeps.
+    guard ended.wait(timeout: .now() + 10) == .success else {
+        fail("the loop slept with its descriptor set's registration failed")
+    }
+    let outcome = result.withLock { $0 }
+    guard outcome == .stopped else { fail("the run ended \(outcome.map { "\($0)" } ?? "(none)")") }
+    print("epoll_ctl on the loop's own descriptor, nothing else to wake it: re-armed before sleeping")
+}
+
+/// libev's `epoll_ctl` for the loop's timerfd (`spec` call 6, when the first sleep with a deadline
+/// makes it) or its wake-up eventfd (call 3, as the loop is made) fails once. Before each, the
+/// loop checks the descriptor against an epoll set with two calls of its own (add, remove). The registration is
 /// retried, not taken for a deadline nor left to abort inside libev ("pipe_w not active"): the
 /// timer fires and every message arrives.
 func loopWorksAfterRegistrationFault(_ spec: String) {
@@ -411,8 +450,9 @@ Thread {
 switch CommandLine.arguments.dropFirst().first {
 case "creation": creationFaults()
 case "internal-watcher": internalWatcherReArmed()
-case "deadline-epoll-ctl": loopWorksAfterRegistrationFault("epoll_ctl:2:ENOMEM")
-case "wake-epoll-ctl": loopWorksAfterRegistrationFault("epoll_ctl:1:ENOSPC")
+case "internal-watcher-asleep": internalWatcherReArmedBeforeBlocking()
+case "deadline-epoll-ctl": loopWorksAfterRegistrationFault("epoll_ctl:6:ENOMEM")
+case "wake-epoll-ctl": loopWorksAfterRegistrationFault("epoll_ctl:3:ENOSPC")
 case "timerfd-settime": timerOnTime(under: "timerfd_settime:1:ENOMEM:0")
 case "timerfd-settime-eintr": timerOnTime(under: "timerfd_settime:1:EINTR:5")
 case "timerfd-create": timerOnTime(under: "timerfd_create:1:EMFILE:0")
