@@ -3,15 +3,15 @@ import Foundation
 import TestSupport
 
 /// The main loop servicing the main queue sleeps inside libev's backend poll, as every loop
-/// does: another thread waits (10 s at most) for its wait to say so and for the kernel to show
-/// the main thread asleep in `epoll_wait`, then stops it.
+/// does: another thread waits (10 s at most) for the kernel to show the main thread asleep in
+/// `epoll_wait` on libev's epoll descriptor, then stops it.
 func mainLoopSleepsInLibev(_ main: EvRunLoop) {
     let tid = ThreadProbe.currentThreadID()
     Thread {
         let deadline = ContinuousClock.now + .seconds(10)
         var found = false
         while !found && ContinuousClock.now < deadline {
-            found = main.isWaiting && main.isInLibevPoll && ThreadProbe.isAsleepInEpollWait(tid)
+            found = main.isWaiting && ThreadProbe.epollWaitDescriptor(of: tid).map(main.libevPollDescriptors.contains) == true
             if !found { sched_yield() }
         }
         print("asleep in libev's poll: \(found)")

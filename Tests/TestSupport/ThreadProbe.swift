@@ -8,18 +8,28 @@ public enum ThreadProbe {
         return Int32(link.split(separator: "/").last ?? "") ?? -1
     }
 
-    /// Whether thread `tid` is asleep (state S) inside `epoll_wait` or `epoll_pwait`.
-    public static func isAsleepInEpollWait(_ tid: Int32) -> Bool {
+    /// The epoll descriptor thread `tid` is asleep on (state S, inside `epoll_wait` or
+    /// `epoll_pwait`: the call's first argument), or `nil` when it is not asleep there.
+    public static func epollWaitDescriptor(of tid: Int32) -> Int32? {
         guard let stat = read("stat", of: tid), let close = stat.lastIndex(of: ")"),
             stat[stat.index(after: close)...].hasPrefix(" S"),
-            let syscall = read("syscall", of: tid), let number = Int(syscall.split(separator: " ").first ?? "")
-        else { return false }
+            let syscall = read("syscall", of: tid)
+        else { return nil }
+        let fields = syscall.split(separator: " ")
+        guard fields.count > 1, let number = Int(fields[0]), epollWaitCalls.contains(number),
+            let descriptor = Int32(fields[1].dropFirst(2), radix: 16)
+        else { return nil }
+        return descriptor
+    }
+
+    /// The system call numbers of `epoll_wait` and `epoll_pwait` (`epoll_pwait2` is not libev's).
+    private static var epollWaitCalls: Set<Int> {
         #if arch(x86_64)
-        return number == 232 || number == 281
+        [232, 281]
         #elseif arch(arm64)
-        return number == 22
+        [22]
         #else
-        return true
+        []
         #endif
     }
 

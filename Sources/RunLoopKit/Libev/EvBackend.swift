@@ -1,5 +1,4 @@
 import CLibev
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -88,11 +87,8 @@ final class EvBackend: LoopWaiter {
     @exclusivity(unchecked) var pollFailures = 0
     var seenSystemErrors = 0
     /// An internal watcher was started since the last wait: libev registers it inside the next
-    /// `ev_run`, and a refusal leaves it pending there (see ``enteringPoll()``).
+    /// `ev_run`, and a refusal leaves it pending there (see ``registerStartedWatchers()``).
     @exclusivity(unchecked) var mayHavePendingWatchers = false
-    /// True while the loop's thread is inside libev's backend poll (`epoll_wait`), between
-    /// libev's release and acquire callbacks. What a thread that sleeps shows.
-    let isInLibevPoll = Atomic<Bool>(false)
 
     /// Something the next wait must repair first: a failed watcher, an unarmed deadline.
     var needsRepair: Bool { deadlineUnarmed || !failedWatchers.isEmpty || rearmFailures != 0 }
@@ -135,13 +131,6 @@ final class EvBackend: LoopWaiter {
         InternalDescriptors.insert(wake.descriptor)
 
         ev_set_userdata(loop, Unmanaged.passUnretained(self).toOpaque())
-        ev_set_loop_release_cb(loop, { loop in
-            guard let loop else { return }
-            EvBackend.with(loop) { $0.enteringPoll() }
-        }, { loop in
-            guard let loop else { return }
-            EvBackend.with(loop) { $0.isInLibevPoll.store(false, ordering: .relaxed) }
-        })
         clibev_io_init(wakeWatcher, { loop, watcher, revents in
             guard let loop, let watcher else { return }
             if revents & EvBackend.failed != 0 { return EvBackend.with(loop) { $0.internalWatcherFailed(watcher) } }
@@ -196,7 +185,7 @@ final class EvBackend: LoopWaiter {
         repeat {
             if needsRepair { repair() }
             // Requests already waiting: libev would only report them.
-            if !wake.beginSleep() {
+            if !(mayHavePendingWatchers && registerStartedWatchers()) && !wake.beginSleep() {
                 // A mode with an EvLibevSource sleeps in the libraries' loop, which embeds this one.
                 if let library = watchedLibrary { sleepInLibraryLoop(library) } else { ev_run(loop, Int32(EVRUN_ONCE)) }
             }
@@ -221,6 +210,7 @@ final class EvBackend: LoopWaiter {
         if let library = watchedLibrary { pollLibraryLoop(library) }
         if needsRepair || mainQueueWatcher != nil {
             repair()
+            mayHavePendingWatchers = false  // this ev_run registers them
             ev_run(loop, Int32(EVRUN_NOWAIT))
         } else if let descriptors, !descriptors.isEmpty {
             noteReady(from: descriptors)
@@ -234,19 +224,15 @@ final class EvBackend: LoopWaiter {
         return WakeReasons(rawValue: reasons.pointee)
     }
 
-    /// libev's release callback, just before it blocks in `epoll_wait`. libev blocks even with
-    /// watchers pending (an `EV_ERROR` from the `epoll_ctl` it just made for a watcher started
-    /// since the last wait, say), so then the eventfd is written and the poll returns at once.
-    @inline(__always)
-    private func enteringPoll() {
-        isInLibevPoll.store(true, ordering: .relaxed)
-        if mayHavePendingWatchers { kickIfWatchersPending() }
-    }
-
+    /// Has libev make its `epoll_ctl` for the watchers started since the last wait, in an
+    /// `ev_run` that does not block: libev makes it inside `ev_run`, after the pending queue's
+    /// first look, and would then block with the watcher's `EV_ERROR` pending. Returns whether
+    /// the sleep must not block: that run found a reason to wake, or a watcher to repair.
     @inline(never)
-    private func kickIfWatchersPending() {
+    private func registerStartedWatchers() -> Bool {
         mayHavePendingWatchers = false
-        if ev_pending_count(loop) != 0 { _ = wake.kick() }
+        ev_run(loop, Int32(EVRUN_NOWAIT))
+        return reasons.pointee != 0 || needsRepair
     }
 
     /// Ends the current or next ``sleep()`` at once. Safe from any thread.
@@ -330,7 +316,11 @@ func describe(errno error: Int32) -> String {
 }
 
 extension EvRunLoop {
-    /// Whether the loop's thread is inside libev's backend poll now (any thread; for tests and
-    /// probes: a sleeping loop must be nowhere else).
-    var isInLibevPoll: Bool { (waiter as? EvBackend)?.isInLibevPoll.load(ordering: .relaxed) ?? false }
+    /// The epoll descriptors of this loop's libev loops: its own, and the libev libraries' once
+    /// an ``EvLibevSource`` made theirs. A sleeping loop's thread blocks in `epoll_wait` on one
+    /// of them and nowhere else (for tests and probes, read while the loop sleeps).
+    var libevPollDescriptors: [Int32] {
+        guard let backend = waiter as? EvBackend else { return [] }
+        return [backend.backendFD] + (backend.watcherTables?.library.map { [$0.backendFD] } ?? [])
+    }
 }

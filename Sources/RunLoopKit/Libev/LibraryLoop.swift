@@ -86,12 +86,7 @@ final class LibraryLoop {
         ev_set_loop_release_cb(loop, { loop in
             guard let loop else { return }
             Unmanaged<LibraryLoop>.fromOpaque(ev_userdata(loop))._withUnsafeGuaranteedRef { $0.enteringPoll() }
-        }, { loop in
-            guard let loop else { return }
-            Unmanaged<LibraryLoop>.fromOpaque(ev_userdata(loop))._withUnsafeGuaranteedRef {
-                $0.backend.isInLibevPoll.store(false, ordering: .relaxed)
-            }
-        })
+        }, nil)
         clibev_cleanup_init(cleanup) { _, _, _ in
             fatalError("EvLibevSource: ev_loop_destroy was called on its libev loop; only RunLoopKit destroys it, when the loop's thread exits")
         }
@@ -138,7 +133,6 @@ final class LibraryLoop {
 
     /// The release callback, just before this loop blocks in `epoll_wait`.
     private func enteringPoll() {
-        backend.isInLibevPoll.store(true, ordering: .relaxed)
         polled = true
         // Every ev_run invokes the pending callbacks before it polls: checked before it blocks.
         backend.requireOwnInvokePending(self)

@@ -111,7 +111,9 @@ import TestSupport
         let pipe = TestPipe()
         let log = EventLog<String>()
         let asleep = Latch()
+        let tid = Box<Int32>(-1)
         let (loop, finished) = startLoopThread { loop in
+            tid.set(ThreadProbe.currentThreadID())
             let source = EvLibevSource()
             loop.add(source, forMode: .default)
             loop.add(EvTimer(after: .milliseconds(30)) { _ in
@@ -134,11 +136,11 @@ import TestSupport
         }
         let backend = loop.waiter as! EvBackend
         #expect(asleep.wait())
-        #expect(spinUntil { loop.isWaiting && loop.isInLibevPoll })
+        #expect(isInLibevPoll(loop, thread: tid.get))
         #expect(backend.watchedLibrary != nil)
         pipe.writeByte()
         #expect(asleep.wait())
-        #expect(spinUntil { loop.isWaiting && loop.isInLibevPoll })
+        #expect(isInLibevPoll(loop, thread: tid.get))
         loop.stop()
         #expect(finished.wait())
         #expect(log.all == ["timer", "stopped", "fd source", "stopped", "stopped"])

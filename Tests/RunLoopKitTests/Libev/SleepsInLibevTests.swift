@@ -4,9 +4,9 @@ import Testing
 import TestSupport
 
 /// libev's `ev_run` is the only place a loop's thread blocks: in every state a loop spends its
-/// life in, its sleeping thread is inside libev's backend poll (libev's release callback marks
-/// it) and the kernel shows it asleep in `epoll_wait`. The main loop's case runs in
-/// MainLoopHarness (`MainThreadTests`).
+/// life in, the kernel shows its sleeping thread asleep in `epoll_wait` on the epoll descriptor
+/// of one of the loop's libev loops. The main loop's case runs in MainLoopHarness
+/// (`MainThreadTests`).
 @Suite struct SleepsInLibevTests {
     @Test func aLoopWithOnlyAPortSleepsInLibev() {
         expectSleepsInLibev { loop in
@@ -107,7 +107,14 @@ import TestSupport
 }
 
 /// Whether `loop`, asleep, is inside libev's backend poll on thread `tid`: waits (10 s at most)
-/// for its wait to say so and the kernel to show the thread asleep in `epoll_wait`.
+/// for the kernel to show the thread asleep in `epoll_wait` on the epoll descriptor of one of
+/// the loop's libev loops.
 func isInLibevPoll(_ loop: EvRunLoop, thread tid: Int32) -> Bool {
-    spinUntil(timeout: 10) { loop.isWaiting && loop.isInLibevPoll && ThreadProbe.isAsleepInEpollWait(tid) }
+    spinUntil(timeout: 10) { sleepsInLibevPoll(loop, thread: tid) }
+}
+
+/// Whether `loop` is waiting and thread `tid` is asleep in `epoll_wait` on one of its libev
+/// loops' epoll descriptors, now.
+func sleepsInLibevPoll(_ loop: EvRunLoop, thread tid: Int32) -> Bool {
+    loop.isWaiting && ThreadProbe.epollWaitDescriptor(of: tid).map(loop.libevPollDescriptors.contains) == true
 }
