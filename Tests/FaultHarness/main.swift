@@ -152,10 +152,10 @@ func internalWatcherReArmedBeforeBlocking() {
 }
 
 /// libev's `epoll_ctl` for the loop's timerfd (`spec` call 6, when the first sleep with a deadline
-/// makes it) or its wake-up eventfd (call 3, as the loop is made) fails once. Before each, the
-/// loop checks the descriptor against an epoll set with two calls of its own (add, remove). The registration is
-/// retried, not taken for a deadline nor left to abort inside libev ("pipe_w not active"): the
-/// timer fires and every message arrives.
+/// makes it) or its wake-up eventfd (call 3, as the loop is made) fails once; before each, the
+/// loop checks the descriptor against an epoll set with two calls of its own (add, remove). The
+/// registration is retried, not taken for a deadline nor left to abort inside libev ("pipe_w not
+/// active"): the timer fires and every message arrives.
 func loopWorksAfterRegistrationFault(_ spec: String) {
     let received = Mutex(0)
     let fired = Mutex(false)
