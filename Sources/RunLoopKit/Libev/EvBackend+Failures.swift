@@ -25,7 +25,7 @@ extension EvBackend {
     func startInternalWatcher(_ watcher: UnsafeMutablePointer<ev_io>, call: String, checked: Bool = true) {
         if checked { checkOwnDescriptorOrStop(watcher.pointee.fd, call: call) }
         ev_io_start(loop, watcher)
-        mayHavePendingWatchers = true
+        checkNextPollForPendingWatchers()
         ownWatchersChanged = true
     }
 

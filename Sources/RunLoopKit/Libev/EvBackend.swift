@@ -86,9 +86,6 @@ final class EvBackend: LoopWaiter {
     /// `epoll_wait` failures reported by libev, in a row.
     @exclusivity(unchecked) var pollFailures = 0
     var seenSystemErrors = 0
-    /// An internal watcher was started since the last wait: libev registers it inside the next
-    /// `ev_run`, and a refusal leaves it pending there (see ``registerStartedWatchers()``).
-    @exclusivity(unchecked) var mayHavePendingWatchers = false
 
     /// Something the next wait must repair first: a failed watcher, an unarmed deadline.
     var needsRepair: Bool { deadlineUnarmed || !failedWatchers.isEmpty || rearmFailures != 0 }
@@ -185,7 +182,7 @@ final class EvBackend: LoopWaiter {
         repeat {
             if needsRepair { repair() }
             // Requests already waiting: libev would only report them.
-            if !(mayHavePendingWatchers && registerStartedWatchers()) && !wake.beginSleep() {
+            if !wake.beginSleep() {
                 // A mode with an EvLibevSource sleeps in the libraries' loop, which embeds this one.
                 if let library = watchedLibrary { sleepInLibraryLoop(library) } else { ev_run(loop, Int32(EVRUN_ONCE)) }
             }
@@ -210,7 +207,6 @@ final class EvBackend: LoopWaiter {
         if let library = watchedLibrary { pollLibraryLoop(library) }
         if needsRepair || mainQueueWatcher != nil {
             repair()
-            mayHavePendingWatchers = false  // this ev_run registers them
             ev_run(loop, Int32(EVRUN_NOWAIT))
         } else if let descriptors, !descriptors.isEmpty {
             noteReady(from: descriptors)
@@ -224,15 +220,21 @@ final class EvBackend: LoopWaiter {
         return WakeReasons(rawValue: reasons.pointee)
     }
 
-    /// Has libev make its `epoll_ctl` for the watchers started since the last wait, in an
-    /// `ev_run` that does not block: libev makes it inside `ev_run`, after the pending queue's
-    /// first look, and would then block with the watcher's `EV_ERROR` pending. Returns whether
-    /// the sleep must not block: that run found a reason to wake, or a watcher to repair.
-    @inline(never)
-    private func registerStartedWatchers() -> Bool {
-        mayHavePendingWatchers = false
-        ev_run(loop, Int32(EVRUN_NOWAIT))
-        return reasons.pointee != 0 || needsRepair
+    /// Has libev's next poll check for watchers pending before it blocks. libev makes a started
+    /// watcher's `epoll_ctl` inside its next `ev_run`, after its first look at the pending
+    /// queue, and blocks even with the watcher's `EV_ERROR` pending; its release callback,
+    /// called just before it polls, then writes the eventfd, so the poll returns at once. Set
+    /// for that one poll only, so that the common wait calls no callback.
+    func checkNextPollForPendingWatchers() {
+        ev_set_loop_release_cb(loop, { loop in
+            guard let loop else { return }
+            EvBackend.with(loop) { $0.kickIfWatchersPending() }
+        }, nil)
+    }
+
+    private func kickIfWatchersPending() {
+        ev_set_loop_release_cb(loop, nil, nil)
+        if ev_pending_count(loop) != 0 { _ = wake.kick() }
     }
 
     /// Ends the current or next ``sleep()`` at once. Safe from any thread.
