@@ -7,59 +7,78 @@ import Musl
 /// How a loop learns libev's epoll descriptor (libev does not tell it), so that
 /// ``InternalDescriptors`` can refuse it to callers.
 extension EvBackend {
-    /// libev's epoll descriptor: `expected` (the lowest free number just before `ev_loop_new`)
-    /// if the epoll instance behind that number watches this loop's wake-up eventfd `wake`, which
-    /// only libev's epoll set of this loop can (no source may watch a loop's own descriptor).
-    /// Another thread may have taken that number in between (another loop's epoll set, say): then
-    /// -1, and this loop's epoll descriptor stays unknown to ``InternalDescriptors`` rather than
-    /// a number that belongs to someone else being refused to every caller.
+    /// libev's epoll descriptor: the number nearest `expected` (the lowest free number just
+    /// before `ev_loop_new`) whose epoll instance watches this loop's wake-up eventfd `wake`,
+    /// which only libev's epoll set of this loop can (no source may watch a loop's own
+    /// descriptor). Other threads open and close descriptors meanwhile, so `epoll_create1` may
+    /// have taken a number above `expected` or one freed below it: up to ``epollSearchSpan``
+    /// numbers either side are looked at, nearest first. None found: -1, and this loop's epoll
+    /// descriptor stays unknown to ``InternalDescriptors`` rather than a number that belongs to
+    /// someone else being refused to every caller.
     ///
     /// Without a heap allocation (a stack buffer, bytes parsed by hand): every loop makes this
     /// call, and what its thread allocates and frees here would stay resident in that thread's
     /// malloc arena.
     static func backendDescriptor(expected: Int32, holding wake: Int32) -> Int32 {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 512) { buffer -> Int32 in
-            // "/proc/self/fdinfo/<expected>", NUL-terminated.
-            var length = 0
-            let prefix: StaticString = "/proc/self/fdinfo/"
-            prefix.withUTF8Buffer { bytes in
-                for byte in bytes { buffer[length] = byte; length += 1 }
-            }
-            length += writeDecimal(expected, into: UnsafeMutableBufferPointer(rebasing: buffer[length...]))
-            buffer[length] = 0
-            let file = buffer.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_RDONLY | O_CLOEXEC) }
-            guard file >= 0 else { return -1 }
-            defer { close(file) }
-            // One read: libev's set watches one descriptor yet, well within the buffer. A set
-            // that someone else's thread made at this number may be cut short: then the
-            // eventfd is not found, and -1 is the safe answer.
-            var count = read(file, buffer.baseAddress, buffer.count)
-            while count < 0 && errno == EINTR { count = read(file, buffer.baseAddress, buffer.count) }
-            guard count > 0 else { return -1 }
-            // An epoll instance lists each watched descriptor as "tfd: <spaces><number> events: …".
-            let tag: StaticString = "tfd:"
-            var lineStart = 0
-            while lineStart < count {
-                var lineEnd = lineStart
-                while lineEnd < count && buffer[lineEnd] != UInt8(ascii: "\n") { lineEnd += 1 }
-                let isTarget = lineEnd - lineStart > tag.utf8CodeUnitCount
-                    && tag.withUTF8Buffer { tagBytes in tagBytes.indices.allSatisfy { buffer[lineStart + $0] == tagBytes[$0] } }
-                if isTarget {
-                    var index = lineStart + tag.utf8CodeUnitCount
-                    while index < lineEnd && buffer[index] == UInt8(ascii: " ") { index += 1 }
-                    var number: Int32 = 0
-                    var digits = 0
-                    while index < lineEnd, buffer[index] >= UInt8(ascii: "0"), buffer[index] <= UInt8(ascii: "9"), digits < 10 {
-                        number = number &* 10 &+ Int32(buffer[index] - UInt8(ascii: "0"))
-                        index += 1
-                        digits += 1
-                    }
-                    if digits > 0 && number == wake { return expected }
-                }
-                lineStart = lineEnd + 1
+        guard expected >= 0 else { return -1 }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 512) { buffer -> Int32 in
+            for distance in 0...epollSearchSpan {
+                let below = expected - distance
+                if below >= 0 && epollInstance(below, watches: wake, buffer) { return below }
+                let above = expected + distance
+                if distance > 0 && epollInstance(above, watches: wake, buffer) { return above }
             }
             return -1
         }
+    }
+
+    /// How far from the expected number libev's epoll descriptor is looked for: how many
+    /// descriptors other threads may open or close between the two moments.
+    static let epollSearchSpan: Int32 = 64
+
+    /// Whether the epoll instance at `epoll` watches `target`, read from the kernel's fdinfo
+    /// with `buffer` as scratch. False when `epoll` is not open or is not an epoll instance.
+    private static func epollInstance(_ epoll: Int32, watches target: Int32, _ buffer: UnsafeMutableBufferPointer<UInt8>) -> Bool {
+        // "/proc/self/fdinfo/<epoll>", NUL-terminated.
+        var length = 0
+        let prefix: StaticString = "/proc/self/fdinfo/"
+        prefix.withUTF8Buffer { bytes in
+            for byte in bytes { buffer[length] = byte; length += 1 }
+        }
+        length += writeDecimal(epoll, into: UnsafeMutableBufferPointer(rebasing: buffer[length...]))
+        buffer[length] = 0
+        let file = buffer.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_RDONLY | O_CLOEXEC) }
+        guard file >= 0 else { return false }
+        defer { close(file) }
+        // One read: libev's set watches one descriptor yet, well within the buffer. A set that
+        // someone else's thread made at this number may be cut short: then the eventfd is not
+        // found, and the number is not taken.
+        var count = read(file, buffer.baseAddress, buffer.count)
+        while count < 0 && errno == EINTR { count = read(file, buffer.baseAddress, buffer.count) }
+        guard count > 0 else { return false }
+        // An epoll instance lists each watched descriptor as "tfd: <spaces><number> events: …".
+        let tag: StaticString = "tfd:"
+        var lineStart = 0
+        while lineStart < count {
+            var lineEnd = lineStart
+            while lineEnd < count && buffer[lineEnd] != UInt8(ascii: "\n") { lineEnd += 1 }
+            let isTarget = lineEnd - lineStart > tag.utf8CodeUnitCount
+                && tag.withUTF8Buffer { tagBytes in tagBytes.indices.allSatisfy { buffer[lineStart + $0] == tagBytes[$0] } }
+            if isTarget {
+                var index = lineStart + tag.utf8CodeUnitCount
+                while index < lineEnd && buffer[index] == UInt8(ascii: " ") { index += 1 }
+                var number: Int32 = 0
+                var digits = 0
+                while index < lineEnd, buffer[index] >= UInt8(ascii: "0"), buffer[index] <= UInt8(ascii: "9"), digits < 10 {
+                    number = number &* 10 &+ Int32(buffer[index] - UInt8(ascii: "0"))
+                    index += 1
+                    digits += 1
+                }
+                if digits > 0 && number == target { return true }
+            }
+            lineStart = lineEnd + 1
+        }
+        return false
     }
 
     /// Writes `value` (not negative) in decimal at the start of `buffer`; returns how many bytes.
