@@ -22,6 +22,22 @@ public enum ThreadProbe {
         return descriptor
     }
 
+    /// The descriptors the epoll instance at `epoll` watches, from the kernel's fdinfo; empty
+    /// when `epoll` is not an open epoll instance.
+    public static func epollTargets(of epoll: Int32) -> [Int32] {
+        guard let info = try? String(contentsOfFile: "/proc/self/fdinfo/\(epoll)", encoding: .utf8) else { return [] }
+        return info.split(separator: "\n").compactMap { line in
+            line.hasPrefix("tfd:") ? line.dropFirst(4).split(separator: " ").first.flatMap { Int32($0) } : nil
+        }
+    }
+
+    /// Whether the epoll instance at `epoll` watches `target`, directly or through one epoll
+    /// instance it watches (an embedded libev loop's).
+    public static func epoll(_ epoll: Int32, watches target: Int32) -> Bool {
+        let targets = epollTargets(of: epoll)
+        return targets.contains(target) || targets.contains { epollTargets(of: $0).contains(target) }
+    }
+
     /// The system call numbers of `epoll_wait` and `epoll_pwait` (`epoll_pwait2` is not libev's).
     private static var epollWaitCalls: Set<Int> {
         #if arch(x86_64)

@@ -316,13 +316,3 @@ func retryingEINTR(_ body: () -> Int32) -> Int32 {
 func describe(errno error: Int32) -> String {
     "\(String(cString: strerror(error))) (errno \(error))"
 }
-
-extension EvRunLoop {
-    /// The epoll descriptors of this loop's libev loops: its own, and the libev libraries' once
-    /// an ``EvLibevSource`` made theirs. A sleeping loop's thread blocks in `epoll_wait` on one
-    /// of them and nowhere else (for tests and probes, read while the loop sleeps).
-    var libevPollDescriptors: [Int32] {
-        guard let backend = waiter as? EvBackend else { return [] }
-        return [backend.backendFD] + (backend.watcherTables?.library.map { [$0.backendFD] } ?? [])
-    }
-}

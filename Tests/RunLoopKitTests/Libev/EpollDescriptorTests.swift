@@ -1,6 +1,7 @@
 import Foundation
 @testable import RunLoopKit
 import Testing
+import TestSupport
 
 /// libev does not tell a loop its epoll descriptor: the loop notes the lowest free number before
 /// `ev_loop_new` and checks, in the kernel's fdinfo, which epoll instance watches its wake-up
@@ -30,7 +31,7 @@ import Testing
             Thread {
                 let loop = EvRunLoop.current
                 let backend = loop.waiter as! EvBackend
-                if backend.backendFD < 0 || !epollInstance(backend.backendFD, watches: backend.wake.descriptor) {
+                if backend.backendFD < 0 || !ThreadProbe.epollTargets(of: backend.backendFD).contains(backend.wake.descriptor) {
                     unknown.append("\(backend.backendFD)")
                 }
                 made.open()
@@ -40,13 +41,5 @@ import Testing
         churning.set(false)
         for done in churners { #expect(done.wait()) }
         #expect(unknown.all.isEmpty, "libev's epoll descriptor unknown or wrong for \(unknown.all.count) of 200 loops")
-    }
-}
-
-/// Whether the epoll instance at `epoll` watches descriptor `target` (its fdinfo lists it).
-private func epollInstance(_ epoll: Int32, watches target: Int32) -> Bool {
-    guard let info = try? String(contentsOfFile: "/proc/self/fdinfo/\(epoll)", encoding: .utf8) else { return false }
-    return info.split(separator: "\n").contains { line in
-        line.hasPrefix("tfd:") && line.dropFirst(4).split(separator: " ").first.map { Int32($0) == target } == true
     }
 }

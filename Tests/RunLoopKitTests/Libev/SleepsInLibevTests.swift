@@ -107,14 +107,16 @@ import TestSupport
 }
 
 /// Whether `loop`, asleep, is inside libev's backend poll on thread `tid`: waits (10 s at most)
-/// for the kernel to show the thread asleep in `epoll_wait` on the epoll descriptor of one of
-/// the loop's libev loops.
+/// for the kernel to show the thread asleep in `epoll_wait` on the epoll set of one of the
+/// loop's libev loops (see ``sleepsInLibevPoll(_:thread:)``).
 func isInLibevPoll(_ loop: EvRunLoop, thread tid: Int32) -> Bool {
     spinUntil(timeout: 10) { sleepsInLibevPoll(loop, thread: tid) }
 }
 
-/// Whether `loop` is waiting and thread `tid` is asleep in `epoll_wait` on one of its libev
-/// loops' epoll descriptors, now.
+/// Whether `loop` is waiting and thread `tid` is asleep in `epoll_wait` on the epoll set of one
+/// of its libev loops, now: the set that watches the loop's wake-up eventfd (only libev's own
+/// set of the loop does), or the libev libraries' set, which watches that one.
 func sleepsInLibevPoll(_ loop: EvRunLoop, thread tid: Int32) -> Bool {
-    loop.isWaiting && ThreadProbe.epollWaitDescriptor(of: tid).map(loop.libevPollDescriptors.contains) == true
+    guard loop.isWaiting, let backend = loop.waiter as? EvBackend, let epoll = ThreadProbe.epollWaitDescriptor(of: tid) else { return false }
+    return ThreadProbe.epoll(epoll, watches: backend.wake.descriptor)
 }
