@@ -146,10 +146,7 @@ private func currentEpollTargets() -> [Int32: Set<Int32>] {
         guard let fd = Int32(name),
             (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)")) == "anon_inode:[eventpoll]"
         else { continue }
-        let info = (try? String(contentsOfFile: "/proc/self/fdinfo/\(name)", encoding: .utf8)) ?? ""
-        targets[fd] = Set(info.split(separator: "\n").filter { $0.hasPrefix("tfd:") }.compactMap {
-            $0.split(whereSeparator: \.isWhitespace).dropFirst().first.flatMap { Int32($0) }
-        })
+        targets[fd] = Set(ThreadProbe.epollTargets(of: fd))
     }
     return targets
 }
