@@ -12,16 +12,17 @@ extension EvBackend {
     /// which only libev's epoll set of this loop can (no source may watch a loop's own
     /// descriptor). Other threads open and close descriptors meanwhile, so `epoll_create1` may
     /// have taken a number above `expected` or one freed below it: up to ``epollSearchSpan``
-    /// numbers either side are looked at, nearest first. None found: -1, and this loop's epoll
-    /// descriptor stays unknown to ``InternalDescriptors`` rather than a number that belongs to
-    /// someone else being refused to every caller.
+    /// numbers either side are looked at, nearest first; when more moved (a thousand loops made
+    /// at once), every epoll instance the process has open. None found: -1, and this loop's
+    /// epoll descriptor stays unknown to ``InternalDescriptors`` rather than a number that
+    /// belongs to someone else being refused to every caller.
     ///
-    /// Without a heap allocation (a stack buffer, bytes parsed by hand): every loop makes this
-    /// call, and what its thread allocates and frees here would stay resident in that thread's
-    /// malloc arena.
+    /// The near search makes no heap allocation (a stack buffer, bytes parsed by hand): every
+    /// loop makes this call, and what its thread allocates and frees here would stay resident in
+    /// that thread's malloc arena.
     static func backendDescriptor(expected: Int32, holding wake: Int32) -> Int32 {
         guard expected >= 0 else { return -1 }
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 512) { buffer -> Int32 in
+        let near = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 512) { buffer -> Int32 in
             for distance in 0...epollSearchSpan {
                 let below = expected - distance
                 if below >= 0 && epollInstance(below, watches: wake, buffer) { return below }
@@ -30,6 +31,24 @@ extension EvBackend {
             }
             return -1
         }
+        if near >= 0 { return near }
+        let searched = (expected - epollSearchSpan)...(expected + epollSearchSpan)
+        return openEpollInstances(skipping: searched).first { epoll in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 512) { epollInstance(epoll, watches: wake, $0) }
+        } ?? -1
+    }
+
+    /// The descriptors in `/proc/self/fd` that are epoll instances, less those in `skipping`.
+    private static func openEpollInstances(skipping: ClosedRange<Int32>) -> [Int32] {
+        guard let directory = opendir("/proc/self/fd") else { return [] }
+        defer { closedir(directory) }
+        var found: [Int32] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let fd = Int32(name), !skipping.contains(fd), anonymousInode(of: fd) == "[eventpoll]" else { continue }
+            found.append(fd)
+        }
+        return found
     }
 
     /// How far from the expected number libev's epoll descriptor is looked for: how many

@@ -7,19 +7,24 @@ import TestSupport
 /// `ev_loop_new` and checks, in the kernel's fdinfo, which epoll instance watches its wake-up
 /// eventfd. Another thread may take that number first.
 @Suite struct EpollDescriptorTests {
-    /// Loops made while two other threads open and close pipes all the time (each pipe takes the
+    /// Loops made while other threads open and close pipes all the time (each pipe takes the
     /// lowest free numbers) still know libev's epoll descriptor, and it is the epoll instance
-    /// that watches the loop's eventfd.
-    @Test func aLoopKnowsLibevsEpollDescriptorWhileOtherThreadsOpenDescriptors() {
+    /// that watches the loop's eventfd. One thread opens and closes a pipe at a time; the other
+    /// opens a hundred before it closes them, as a thousand loops made at once do, so libev's
+    /// number may land far from the one the loop expected.
+    @Test(arguments: [1, 100])
+    func aLoopKnowsLibevsEpollDescriptorWhileOtherThreadsOpenDescriptors(pipesAtOnce: Int) {
         let churning = Box(true)
-        let churners = (0..<2).map { _ in
+        let churners = [1, pipesAtOnce].map { burst in
             let done = Latch()
             Thread {
-                var fds: [Int32] = [0, 0]
+                var fds = [Int32](repeating: 0, count: 2 * burst)
                 while churning.get {
-                    guard pipe(&fds) == 0 else { continue }
-                    close(fds[0])
-                    close(fds[1])
+                    var opened = 0
+                    while opened < burst, fds.withUnsafeMutableBufferPointer({ pipe($0.baseAddress! + 2 * opened) }) == 0 {
+                        opened += 1
+                    }
+                    for fd in fds[0..<(2 * opened)] { close(fd) }
                 }
                 done.open()
             }.start()
