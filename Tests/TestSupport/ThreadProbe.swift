@@ -38,6 +38,24 @@ public enum ThreadProbe {
         return targets.contains(target) || targets.contains { epollTargets(of: $0).contains(target) }
     }
 
+    /// What the eventfd at `descriptor` holds, not read yet (the kernel's "eventfd-count");
+    /// `nil` when it is not an open eventfd.
+    public static func eventfdCount(of descriptor: Int32) -> UInt64? {
+        fdinfoField("eventfd-count:", of: descriptor, radix: 16)
+    }
+
+    /// The expirations of the timerfd at `descriptor` not read yet (the kernel's "ticks");
+    /// `nil` when it is not an open timerfd.
+    public static func timerfdTicks(of descriptor: Int32) -> UInt64? {
+        fdinfoField("ticks:", of: descriptor, radix: 10)
+    }
+
+    private static func fdinfoField(_ name: String, of descriptor: Int32, radix: Int) -> UInt64? {
+        guard let info = try? String(contentsOfFile: "/proc/self/fdinfo/\(descriptor)", encoding: .utf8) else { return nil }
+        let line = info.split(separator: "\n").first { $0.hasPrefix(name) }
+        return line.flatMap { UInt64($0.dropFirst(name.count).trimmingCharacters(in: .whitespaces), radix: radix) }
+    }
+
     /// The system call numbers of `epoll_wait` and `epoll_pwait` (`epoll_pwait2` is not libev's).
     private static var epollWaitCalls: Set<Int> {
         #if arch(x86_64)

@@ -22,6 +22,7 @@ extension EvBackend {
     func planSleep(_ planned: SleepDeadline) {
         wake.plan()
         // No lock: the loop's lock, held here, keeps other threads off the deadline.
+        if deadlineExpiredUnread { readExpiredDeadline(&deadline) }
         deadline.requested = planned
         sleepIsPrecise = planned.precise
         if planned.date != .distantFuture && deadline.timerFD < 0 { makeTimerDescriptor(&deadline) }
@@ -99,12 +100,24 @@ extension EvBackend {
             guard let loop, let watcher else { return }
             EvBackend.with(loop) { backend in
                 if revents & EvBackend.failed != 0 { return backend.internalWatcherFailed(watcher) }
-                backend.withDeadline { state in state.expired(reading: watcher.pointee.fd) }
+                // Read before the next plan, not here (see readExpiredDeadline(_:)).
+                backend.deadlineExpiredUnread = true
                 backend.reasons.pointee |= WakeReasons.deadline.rawValue
             }
         }, fd, Int32(EV_READ))
         deadlineWatcher = watcher
         startInternalWatcher(watcher, call: "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:)")
+    }
+
+    /// Reads the timerfd that went off (see ``DeadlineState/expired(reading:)``): before the
+    /// next plan arms it, or a poll enters `ev_run`, and not as the wake-up returns from libev,
+    /// so that the timers it woke the loop for fire one system call sooner. Until then libev is
+    /// not entered to wait, and a timerfd set again meanwhile holds no old expiry (the read
+    /// then finds none, and changes nothing).
+    func readExpiredDeadline(_ state: inout DeadlineState) {
+        deadlineExpiredUnread = false
+        guard let fd = deadlineWatcher?.pointee.fd else { return }
+        state.expired(reading: fd)
     }
 
     /// After a wake-up that the deadline of a precise timer's sleep ended: learns how late it

@@ -41,6 +41,9 @@ final class EvBackend: LoopWaiter {
     /// What ended the current wait, set by the watchers' callbacks inside `ev_run`. In the same
     /// allocation as ``wakeWatcher``, just after it.
     let reasons: UnsafeMutablePointer<UInt32>
+    /// Not zero when the eventfd woke the loop and is not read yet (see ``readWakeKick()``).
+    /// After ``reasons``, for the wake-up watcher's callback to reach without the backend.
+    private let wakeKickUnread: UnsafeMutablePointer<UInt32>
     /// libev's epoll descriptor, or -1 if it could not be told (see ``backendDescriptor(expected:holding:)``).
     var backendFD: Int32 = -1
     private(set) var destroyed = false
@@ -61,6 +64,8 @@ final class EvBackend: LoopWaiter {
     @exclusivity(unchecked) var sleepIsPrecise = false
     /// The timerfd's watcher, made with the timerfd.
     @exclusivity(unchecked) var deadlineWatcher: UnsafeMutablePointer<ev_io>?
+    /// The timerfd went off and is not read yet (see ``readExpiredDeadline(_:)``).
+    @exclusivity(unchecked) var deadlineExpiredUnread = false
     /// Holds the deadline while the timerfd cannot (see EvBackend+Failures.swift).
     @exclusivity(unchecked) var fallbackTimer: UnsafeMutablePointer<ev_timer>?
     @exclusivity(unchecked) var fallbackTimerActive = false
@@ -120,19 +125,21 @@ final class EvBackend: LoopWaiter {
         }
         self.loop = loop
         self.wake = wake
-        let watcherAndReasons = UnsafeMutableRawPointer.allocate(
-            byteCount: MemoryLayout<ev_io>.stride + MemoryLayout<UInt32>.size, alignment: MemoryLayout<ev_io>.alignment)
-        wakeWatcher = watcherAndReasons.bindMemory(to: ev_io.self, capacity: 1)
-        reasons = (watcherAndReasons + MemoryLayout<ev_io>.stride).bindMemory(to: UInt32.self, capacity: 1)
-        reasons.initialize(to: 0)
+        let watcherAndWords = UnsafeMutableRawPointer.allocate(
+            byteCount: MemoryLayout<ev_io>.stride + 2 * MemoryLayout<UInt32>.size, alignment: MemoryLayout<ev_io>.alignment)
+        wakeWatcher = watcherAndWords.bindMemory(to: ev_io.self, capacity: 1)
+        reasons = (watcherAndWords + MemoryLayout<ev_io>.stride).bindMemory(to: UInt32.self, capacity: 2)
+        reasons.initialize(repeating: 0, count: 2)
+        wakeKickUnread = reasons + 1
         InternalDescriptors.insert(wake.descriptor)
 
         ev_set_userdata(loop, Unmanaged.passUnretained(self).toOpaque())
         clibev_io_init(wakeWatcher, { loop, watcher, revents in
             guard let loop, let watcher else { return }
             if revents & EvBackend.failed != 0 { return EvBackend.with(loop) { $0.internalWatcherFailed(watcher) } }
-            // The watcher holds the eventfd: no lookup of the backend, no retain and release of it.
-            WakeSignal.drain(watcher.pointee.fd)
+            // Read before the next wait, not here (see readWakeKick()); the flag sits just after
+            // the watcher: no lookup of the backend, no retain and release of it.
+            (UnsafeMutableRawPointer(watcher) + EvBackend.wakeKickUnreadOffset).storeBytes(of: 1, as: UInt32.self)
         }, wake.descriptor, Int32(EV_READ))
         do {
             try startFirstWatcher()
@@ -181,6 +188,7 @@ final class EvBackend: LoopWaiter {
         reasons.pointee = 0
         repeat {
             if needsRepair { repair() }
+            readWakeKick()
             // Requests already waiting: libev would only report them.
             if !wake.beginSleep() {
                 // A mode with an EvLibevSource sleeps in the libraries' loop, which embeds this one.
@@ -204,8 +212,12 @@ final class EvBackend: LoopWaiter {
     /// request bit; the timerfd matters to no poll (the engine compares timers with the clock).
     func poll() -> WakeReasons {
         reasons.pointee = 0
-        if let library = watchedLibrary { pollLibraryLoop(library) }
+        if let library = watchedLibrary {
+            readBeforeEnteringLibev()
+            pollLibraryLoop(library)
+        }
         if needsRepair || mainQueueWatcher != nil {
+            readBeforeEnteringLibev()
             repair()
             ev_run(loop, Int32(EVRUN_NOWAIT))
         } else if let descriptors, !descriptors.isEmpty {
@@ -219,6 +231,30 @@ final class EvBackend: LoopWaiter {
         }
         return WakeReasons(rawValue: reasons.pointee)
     }
+
+    /// Reads the eventfd if it woke the loop since it was last read. A wake-up's read waits until
+    /// the loop next enters libev (its next wait, or a poll that enters `ev_run`), so that the
+    /// callouts the wake-up is for run one system call sooner. Until then no requester writes
+    /// it (they write only while the loop sleeps), and libev, entered only after this read,
+    /// does not find the old write and return at once. Read before ``WakeSignal/beginSleep()``:
+    /// a request made after the read is either seen there or, made later, writes again.
+    @inline(__always)
+    private func readWakeKick() {
+        guard wakeKickUnread.pointee != 0 else { return }
+        wakeKickUnread.pointee = 0
+        WakeSignal.drain(wake.descriptor)
+    }
+
+    /// Reads the eventfd and the timerfd if the last wait left them unread, before a poll
+    /// enters libev: else libev would report them again.
+    @inline(never)
+    private func readBeforeEnteringLibev() {
+        readWakeKick()
+        if deadlineExpiredUnread { withDeadline { readExpiredDeadline(&$0) } }
+    }
+
+    /// Where ``wakeKickUnread`` lies from the start of the wake-up watcher.
+    private static let wakeKickUnreadOffset = MemoryLayout<ev_io>.stride + MemoryLayout<UInt32>.size
 
     /// Has libev's next poll check for watchers pending before it blocks. libev makes a started
     /// watcher's `epoll_ctl` inside its next `ev_run`, after its first look at the pending
@@ -277,7 +313,7 @@ final class EvBackend: LoopWaiter {
         ev_loop_destroy(loop)
         if timerFD >= 0 { close(timerFD) }
         wake.closeDescriptor()
-        UnsafeMutableRawPointer(wakeWatcher).deallocate()  // and `reasons`, allocated with it
+        UnsafeMutableRawPointer(wakeWatcher).deallocate()  // and `reasons` and `wakeKickUnread`, allocated with it
         deadlineWatcher?.deallocate()
         fallbackTimer?.deallocate()
     }
