@@ -114,6 +114,7 @@ extension EvBackend {
     /// so that the timers it woke the loop for fire one system call sooner. Until then libev is
     /// not entered to wait, and a timerfd set again meanwhile holds no old expiry (the read
     /// then finds none, and changes nothing).
+    @inline(never)
     func readExpiredDeadline(_ state: inout DeadlineState) {
         deadlineExpiredUnread = false
         guard let fd = deadlineWatcher?.pointee.fd else { return }
