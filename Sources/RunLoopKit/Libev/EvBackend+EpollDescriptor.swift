@@ -40,15 +40,36 @@ extension EvBackend {
 
     /// The descriptors in `/proc/self/fd` that are epoll instances, less those in `skipping`.
     private static func openEpollInstances(skipping: ClosedRange<Int32>) -> [Int32] {
-        guard let directory = opendir("/proc/self/fd") else { return [] }
+        numberedEntries(of: "/proc/self/fd").filter { !skipping.contains($0) && anonymousInode(of: $0) == "[eventpoll]" }
+    }
+
+    /// The names in directory `path` that are numbers (in `/proc/self/fd`, the open descriptors).
+    static func numberedEntries(of path: String) -> [Int32] {
+        guard let directory = opendir(path) else { return [] }
         defer { closedir(directory) }
         var found: [Int32] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard let fd = Int32(name), !skipping.contains(fd), anonymousInode(of: fd) == "[eventpoll]" else { continue }
-            found.append(fd)
+            // The name in place, up to its NUL: a record is shorter than `dirent` when its name is.
+            let name = String(cString: (UnsafeRawPointer(entry) + direntNameOffset).assumingMemoryBound(to: CChar.self))
+            if let number = Int32(name) { found.append(number) }
         }
         return found
+    }
+
+    private static let direntNameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+
+    /// Held from the creation of a loop's descriptors to libev's `epoll_create1` (the loop's
+    /// eventfd, the note of the lowest free number, `ev_loop_new`), here and for the libev
+    /// libraries' loop: loops made by many threads at once (a group of a thousand) would
+    /// otherwise take each other's numbers in between, and send each other to the slow search.
+    static let descriptorNumbering = Locked<Void>(())
+
+    /// The lowest free descriptor number, as `epoll_create1` would take it now (a `dup` of
+    /// `descriptor`, closed again); -1 if none is free.
+    static func lowestFreeDescriptor(duplicating descriptor: Int32) -> Int32 {
+        let lowest = dup(descriptor)
+        if lowest >= 0 { close(lowest) }
+        return lowest
     }
 
     /// How far from the expected number libev's epoll descriptor is looked for: how many

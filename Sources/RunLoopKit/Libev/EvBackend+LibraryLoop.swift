@@ -14,11 +14,16 @@ extension EvBackend {
     func madeLibraryLoop(_ call: StaticString) -> LibraryLoop {
         if let library = watcherTables?.library { return library }
         // libev does not tell its epoll descriptor: note the lowest free number (as for this loop's).
-        let expected = dup(wake.descriptor)
-        if expected >= 0 { close(expected) }
-        guard let library = LibraryLoop(for: self) else {
-            fatalError("\(call): cannot make the libev loop for EvLibevSource: ev_loop_new (epoll_create1) failed: \(describe(errno: errno))")
+        let wakeDescriptor = wake.descriptor
+        let (expected, made, error) = Self.descriptorNumbering.withLock { _ in
+            let expected = Self.lowestFreeDescriptor(duplicating: wakeDescriptor)
+            let made = ev_loop_new(LibraryLoop.flags)
+            return (expected, made, errno)
         }
+        guard let made else {
+            fatalError("\(call): cannot make the libev loop for EvLibevSource: ev_loop_new (epoll_create1) failed: \(describe(errno: error))")
+        }
+        let library = LibraryLoop(loop: made, for: self)
         ev_cleanup_start(library.loop, library.cleanup)
         clibev_embed_init(library.embed, loop)
         startEmbedding(library)

@@ -105,23 +105,20 @@ final class EvBackend: LoopWaiter {
     ///   (naming the call and the error) when the kernel refuses otherwise.
     init() throws(EvRunLoopError) {
         SystemErrorHook.install()
-        guard let wake = WakeSignal() else { throw Self.creationError("eventfd", errno) }
-        // libev does not tell its epoll descriptor; epoll_create1 takes the lowest free number,
-        // so note that number just before (checked in backendDescriptor(expected:)).
-        let expected = dup(wake.descriptor)
-        guard expected >= 0 else {
-            let error = errno
-            wake.closeDescriptor()
-            throw Self.creationError("ev_loop_new (epoll_create1)", error)
-        }
-        close(expected)
         // NOTIMERFD: libev would make a timerfd of its own (for time jumps, at the first
         // ev_periodic); the loop's descriptors stay its epoll set, eventfd and timerfd.
         let flags = UInt32(EVFLAG_NOSIGMASK) | UInt32(EVFLAG_NOENV) | UInt32(EVFLAG_NOTIMERFD) | UInt32(EVBACKEND_EPOLL)
-        guard let loop = ev_loop_new(flags) else {
-            let error = errno
-            wake.closeDescriptor()
-            throw Self.creationError("ev_loop_new (epoll_create1)", error)
+        let (wake, expected, loop) = try Self.descriptorNumbering.withLock { _ throws(EvRunLoopError) -> (WakeSignal, Int32, OpaquePointer) in
+            guard let wake = WakeSignal() else { throw Self.creationError("eventfd", errno) }
+            // libev does not tell its epoll descriptor; epoll_create1 takes the lowest free
+            // number, so note that number just before (checked in backendDescriptor(expected:)).
+            let expected = Self.lowestFreeDescriptor(duplicating: wake.descriptor)
+            guard expected >= 0, let loop = ev_loop_new(flags) else {
+                let error = errno
+                wake.closeDescriptor()
+                throw Self.creationError("ev_loop_new (epoll_create1)", error)
+            }
+            return (wake, expected, loop)
         }
         self.loop = loop
         self.wake = wake

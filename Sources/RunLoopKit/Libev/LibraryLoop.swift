@@ -63,13 +63,15 @@ final class LibraryLoop {
     /// Restarts of the embedding watcher in a row (its `epoll_ctl` failed).
     @exclusivity(unchecked) var embedFailures = 0
 
-    /// A new loop for `backend`'s libraries (epoll, no environment, no signal mask, signals
+    /// How the libraries' `ev_loop` is made (epoll, no environment, no signal mask, signals
     /// through a `signalfd`, which an `ev_signal` then adds to its epoll set, where the audit
-    /// sees it), with its callbacks installed and its watchers made, not started.
-    init?(for backend: EvBackend) {
-        let flags = UInt32(EVFLAG_NOSIGMASK) | UInt32(EVFLAG_NOENV) | UInt32(EVFLAG_NOTIMERFD)
-            | UInt32(EVFLAG_SIGNALFD) | UInt32(EVBACKEND_EPOLL)
-        guard let loop = ev_loop_new(flags) else { return nil }
+    /// sees it).
+    static let flags = UInt32(EVFLAG_NOSIGMASK) | UInt32(EVFLAG_NOENV) | UInt32(EVFLAG_NOTIMERFD)
+        | UInt32(EVFLAG_SIGNALFD) | UInt32(EVBACKEND_EPOLL)
+
+    /// Takes `loop`, made with ``flags``, for `backend`'s libraries: installs its callbacks and
+    /// makes its watchers, not started.
+    init(loop: OpaquePointer, for backend: EvBackend) {
         self.loop = loop
         self.backend = backend
         embed = .allocate(capacity: 1)

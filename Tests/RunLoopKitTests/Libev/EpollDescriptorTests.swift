@@ -47,4 +47,42 @@ import TestSupport
         for done in churners { #expect(done.wait()) }
         #expect(unknown.all.isEmpty, "libev's epoll descriptor unknown or wrong for \(unknown.all.count) of 200 loops")
     }
+    /// Loops made by many threads at once (a group of loops starting together, each thread
+    /// making its loop as it starts and keeping it) each know libev's epoll descriptor.
+    @Test func loopsMadeAtOnceKnowLibevsEpollDescriptor() {
+        let threads = 500
+        let known = EventLog<Bool>()
+        let release = Latch()
+        let made = (0..<threads).map { _ in
+            let done = Latch()
+            Thread {
+                let backend = EvRunLoop.current.waiter as! EvBackend
+                known.append(backend.backendFD >= 0 && ThreadProbe.epollTargets(of: backend.backendFD).contains(backend.wake.descriptor))
+                done.open()
+                _ = release.wait()
+                release.open()  // for the next thread: a latch lets one waiter through
+            }.start()
+            return done
+        }
+        for done in made { #expect(done.wait()) }
+        release.open()
+        #expect(known.all.count == threads && known.all.allSatisfy { $0 }, "\(known.all.filter { !$0 }.count) of \(threads) loops without their epoll descriptor")
+    }
+
+    /// The search through every descriptor lists a directory's numbered names, each read within
+    /// its own record: a record is only as long as its name, and a read of a whole `dirent` from
+    /// the last one of a full buffer went past it (a crash when a thousand loops were made at
+    /// once; AddressSanitizer reports it here).
+    @Test func aDirectoryOfThousandsOfNumberedNamesIsListedWhole() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("numbered-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for number in 0..<3000 {
+            let file = open(directory.appendingPathComponent("\(number)").path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
+            #expect(file >= 0)
+            close(file)
+        }
+        let listed = EvBackend.numberedEntries(of: directory.path)
+        #expect(listed.count == 3000 && Set(listed) == Set(0..<3000))
+    }
 }
