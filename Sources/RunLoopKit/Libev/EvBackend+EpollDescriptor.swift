@@ -22,20 +22,16 @@ extension EvBackend {
     /// that thread's malloc arena.
     static func backendDescriptor(expected: Int32, holding wake: Int32) -> Int32 {
         guard expected >= 0 else { return -1 }
-        let near = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 512) { buffer -> Int32 in
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 512) { buffer -> Int32 in
             for distance in 0...epollSearchSpan {
                 let below = expected - distance
                 if below >= 0 && epollInstance(below, watches: wake, buffer) { return below }
                 let above = expected + distance
                 if distance > 0 && epollInstance(above, watches: wake, buffer) { return above }
             }
-            return -1
+            let searched = (expected - epollSearchSpan)...(expected + epollSearchSpan)
+            return openEpollInstances(skipping: searched).first { epollInstance($0, watches: wake, buffer) } ?? -1
         }
-        if near >= 0 { return near }
-        let searched = (expected - epollSearchSpan)...(expected + epollSearchSpan)
-        return openEpollInstances(skipping: searched).first { epoll in
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 512) { epollInstance(epoll, watches: wake, $0) }
-        } ?? -1
     }
 
     /// The descriptors in `/proc/self/fd` that are epoll instances, less those in `skipping`.
