@@ -86,6 +86,14 @@ import TestSupport
             let numbers = Mutex<(eventfd: Int32, epoll: Int32)>((-1, -1))
             let refusedWhileAlive = Atomic<Int>(0)
             let thread = spawnThread {
+                // Numbers another thread of this process freed since (under load the test
+                // harness's threads may close theirs late) are filled again just before the
+                // loop is made, so that its descriptors are numbered past 2,000.
+                while true {
+                    let fd = dup(filler)
+                    guard fd >= 0 else { exit(11) }
+                    if fd >= 2_000 { close(fd); break }
+                }
                 _ = try? EvRunLoop.forCurrentThread()
                 // libev's epoll set is the one watching an eventfd numbered past 2,000.
                 guard let (epoll, targets) = currentEpollTargets().first(where: { $0.key >= 2_000 }),
