@@ -36,10 +36,10 @@ final class DescriptorSet {
     @exclusivity(unchecked) private var entries: [Int32: Entry] = [:]
     @exclusivity(unchecked) private var lastGeneration: UInt32 = 0
     @exclusivity(unchecked) private var alwaysReadyCount = 0
-    /// Where ``collect()`` has the kernel write what is ready (a plain buffer: no uniqueness
+    /// Where ``collect(_:)`` has the kernel write what is ready (a plain buffer: no uniqueness
     /// check or retain per call, as an array passed to C would have).
     private let eventBuffer: UnsafeMutablePointer<epoll_event>
-    /// How many events one ``collect()`` takes at most.
+    /// How many events one ``collect(_:)`` takes at most.
     private static let batch = 256
 
     private struct Entry {
@@ -79,7 +79,7 @@ final class DescriptorSet {
     var isEmpty: Bool { entries.isEmpty }
 
     /// Whether some watched descriptor is always ready (see the type's comment): the loop must
-    /// not sleep, and ``collect()`` reports it every time.
+    /// not sleep, and ``collect(_:)`` reports it every time.
     var hasAlwaysReady: Bool { alwaysReadyCount > 0 }
 
     /// Watches `fd` for `events` on behalf of `token`, whose source was made for `file`. Returns
@@ -130,26 +130,25 @@ final class DescriptorSet {
         return []
     }
 
-    /// What is ready now, without waiting, in the order the kernel reports it (the order the
-    /// descriptors became ready), then the always-ready ones. Re-arms each reported entry. One
+    /// Reports what is ready now, without waiting, in the order the kernel reports it (the order
+    /// the descriptors became ready), then the always-ready ones. Re-arms each reported entry. One
     /// batch at most: an entry re-armed while still ready is reported again by the next call,
-    /// and the set's descriptor stays readable while more wait.
-    func collect() -> [(token: Int, events: Int32)] {
-        var fired: [(token: Int, events: Int32)] = []
+    /// and the set's descriptor stays readable while more wait. `report` gets each watcher's
+    /// token and readiness; handed over one by one, not in an array, so that no poll allocates.
+    func collect(_ report: (_ token: Int, _ events: Int32) -> Void) {
         // The one epoll_wait outside libev, and it never blocks (timeout 0): libev waits on the
         // set's descriptor, and this reads the set it reported (the type says why the set exists).
         // A failure (ENOMEM) reports nothing now; the set stays readable, so libev asks again.
         let count = Int(retryingEINTR { epoll_wait(descriptor, eventBuffer, Int32(Self.batch), 0) })
-        for index in 0..<max(count, 0) { report(eventBuffer[index], into: &fired) }
+        for index in 0..<max(count, 0) { self.report(eventBuffer[index], to: report) }
         if alwaysReadyCount > 0 {
             for entry in entries.values where entry.alwaysReady {
-                fired += entry.watchers
+                for watcher in entry.watchers { report(watcher.token, watcher.events) }
             }
         }
-        return fired
     }
 
-    private func report(_ event: epoll_event, into fired: inout [(token: Int, events: Int32)]) {
+    private func report(_ event: epoll_event, to report: (_ token: Int, _ events: Int32) -> Void) {
         let fd = Int32(truncatingIfNeeded: event.data.u64)
         guard let entry = entries[fd], entry.generation == UInt32(truncatingIfNeeded: event.data.u64 >> 32) else {
             return  // a lingering entry of a closed descriptor: one-shot, so never again
@@ -163,11 +162,9 @@ final class DescriptorSet {
         // needs to look: readiness of a file the number no longer names is an error alone.
         let stillNamed = failed.isEmpty || FileIdentity(of: fd) == entry.file
         for watcher in entry.watchers where stillNamed && watcher.events & readiness != 0 {
-            fired.append((watcher.token, watcher.events & readiness))
+            report(watcher.token, watcher.events & readiness)
         }
-        for token in failed {
-            fired.append((token, EvBackend.failed))
-        }
+        for token in failed { report(token, EvBackend.failed) }
     }
 
     /// Puts `entry` into the kernel set (`EPOLL_CTL_ADD`) or re-arms it with its current mask

@@ -181,7 +181,7 @@ extension EvBackend {
 
     /// Notes what the descriptor set reports ready now (its `epoll_wait` never blocks).
     func noteReady(from descriptors: DescriptorSet) {
-        for (token, events) in descriptors.collect() { noteReady(token, events) }
+        descriptors.collect { token, events in noteReady(token, events) }
     }
 
     func noteReady(_ token: Int, _ events: Int32) {

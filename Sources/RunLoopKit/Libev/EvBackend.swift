@@ -217,8 +217,9 @@ final class EvBackend: LoopWaiter {
             readBeforeEnteringLibev()
             repair()
             ev_run(loop, Int32(EVRUN_NOWAIT))
-        } else if let descriptors, !descriptors.isEmpty {
-            noteReady(from: descriptors)
+        } else if let descriptors = descriptors.map(Unmanaged.passUnretained) {
+            // Borrowed: only the teardown, never a poll, lets the set go.
+            descriptors._withUnsafeGuaranteedRef { if !$0.isEmpty { noteReady(from: $0) } }
         }
         takeWakeRequests(wake.takeRequests())
         // A fallback timer serves sleeps only, in the loop each sleeps in: the next one arms it again.
