@@ -98,9 +98,13 @@ extension EvRunLoop {
                 if timer.intervalNanoseconds == 0 {  // R43
                     if isBound { detachEverywhere(timer, &state, &timerState) }
                     timerState.isValid = false
-                } else if isBound, !timerState.rescheduled {  // R42; C80: a date set meanwhile always wins
+                } else if !timerState.rescheduled {  // R42; C80: a date set meanwhile always wins
                     let next = Self.nextFireDate(after: firing.firedDate, everyNanoseconds: timer.intervalNanoseconds, now: waiter.now())
+                    // Out of every mode since its handler began, it still moves on (R42): added
+                    // again, it keeps its grid. Bound to another loop meanwhile, that loop dates it.
+                    guard isBound || timerState.loop == nil else { return }
                     timerState.fireDate = next
+                    guard isBound else { return }
                     // A timer of this mode only, whose entry is still the heap's top (the usual
                     // fire): the entry moves to the new date in place. The loop's thread is
                     // awake, so no planned sleep has a deadline to move (R44).

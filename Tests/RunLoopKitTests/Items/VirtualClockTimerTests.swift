@@ -234,6 +234,32 @@ import TestSupport
         #expect(halfwayResult == .timedOut)
     }
 
+    /// R42: a repeating timer that leaves its only mode in its own handler still moves to its
+    /// next slot, as CF's does: added again, it fires one interval after its first fire, not at
+    /// once for the slot already served.
+    @Test func R42_aTimerThatLeftItsLastModeInItsHandlerKeepsItsGrid() {
+        let (fires, first, dateWhileOut) = onVirtualLoopThread { loop, clock -> ([ContinuousClock.Instant], ContinuousClock.Instant, ContinuousClock.Instant) in
+            let interval = Duration.seconds(10)
+            let first = clock.instant + .seconds(1)
+            let fires = EventLog<ContinuousClock.Instant>()
+            let timer = EvTimer(fireAt: first, interval: interval) { timer in
+                fires.append(clock.instant)
+                if fires.count == 1 { loop.remove(timer, forMode: .default) } else { loop.stop() }
+            }
+            loop.add(timer, forMode: .default)
+            // Another item keeps the mode from being empty once the timer leaves it (R16).
+            let keeper = EvTimer(fireAt: clock.instant + .seconds(3)) { _ in loop.add(timer, forMode: .default) }
+            loop.add(keeper, forMode: .default)
+            _ = loop.run(mode: .default, timeout: .seconds(2))
+            let dateWhileOut = timer.fireDate
+            _ = loop.run(mode: .default, timeout: .seconds(60))
+            timer.invalidate()
+            return (fires.all, first, dateWhileOut)
+        }
+        #expect(dateWhileOut == first + .seconds(10))
+        #expect(fires == [first, first + .seconds(10)])
+    }
+
     /// R26, R47: a run's timeout ends its sleep at that date when no timer comes first.
     @Test func R26_aRunTimesOutAtItsDeadline() {
         let (result, elapsed) = onVirtualLoopThread { loop, clock -> (EvRunLoop.RunResult, Duration) in
