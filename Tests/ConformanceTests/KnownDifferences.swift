@@ -36,7 +36,8 @@ enum KnownDifference: String, CaseIterable, Sendable {
     case fixedDescriptorsPerLoop
     /// W3, W16: CF arms a libdispatch timer on a global queue for every run with a finite
     /// timeout, which wakes the loop from another thread; RunLoopKit's timeout is the deadline of
-    /// the loop's own wait. The same result, without the thread hop.
+    /// the loop's own wait. The same result for one run, without the thread hop; in CF an outer
+    /// run's timer that expires during a nested run also wakes the nested run for one more pass.
     case timeoutInTheWait
     /// W13, R31: Foundation's `RunLoop.run()` repeats runs until the mode is empty, so it ignores
     /// a stop; RunLoopKit's `run()` follows CFRunLoopRun and returns when stopped.

@@ -78,7 +78,7 @@ extension EvRunLoop {
 
     private func performPendingBlocks(_ run: RunContext) {
         // The default mode is always common (R11); others are looked up when blocks are pending.
-        let isCommon = run.mode == .default || state.withLock { $0.otherCommonModes.contains(ModeKey(run.mode)) }
+        let isCommon = run.mode == .default || state.withLock { $0.otherCommonModes.contains(run.mode) }
         var (own, common, watchCommon, end) = pendingBlocks.withLock { queue in
             let (own, common) = queue.takeRunnable(in: run.mode, isCommon: isCommon)
             clearBlockHints(queue)
@@ -99,7 +99,7 @@ extension EvRunLoop {
             } else {
                 break
             }
-            guard watchCommon, state.withLock({ $0.otherCommonModes.contains(ModeKey(run.mode)) }) else { continue }
+            guard watchCommon, state.withLock({ $0.otherCommonModes.contains(run.mode) }) else { continue }
             // R15: a block made the running mode common. As CF checks membership block by block,
             // the `.common` blocks scheduled after this one and before the step began join it
             // (the mode was not common when the step began, so it took no `.common` block).
@@ -129,9 +129,9 @@ extension EvRunLoop {
     /// Takes the common set (``LoopState/otherCommonModes``) rather than the whole
     /// ``LoopState``: passing that large struct by value would copy it on every iteration's
     /// result check.
-    func isEmpty(_ mode: ModeState, otherCommonModes: Set<ModeKey>) -> Bool {
+    func isEmpty(_ mode: ModeState, otherCommonModes: ModeList) -> Bool {
         guard mode.sourceCount == 0 && mode.timerCount == 0 else { return false }
-        let isCommon = mode.mode == .default || otherCommonModes.contains(ModeKey(mode.mode))
+        let isCommon = mode.mode == .default || otherCommonModes.contains(mode.mode)
         return !pendingBlocks.withLock { $0.hasBlocks(for: mode.mode, isCommon: isCommon) }
     }
 }

@@ -34,11 +34,12 @@ extension EvRunLoop {
     }
 
     /// Whether `timer` is in `mode` of this loop; for ``Mode/common``, whether it was added to
-    /// the common items.
+    /// the common items and is in a mode of this loop now (C21: a common timer removed by name
+    /// from its last mode answers false, as in CF, though it joins a mode made common later).
     public func contains(_ timer: EvTimer, forMode mode: Mode) -> Bool {
         state.withLock { state in
-            if mode == .common { return state.commonTimers[ObjectIdentifier(timer)] != nil }
-            return timer.state.withLock { $0.loop === self && $0.modes.contains(mode) }
+            let isHere = timer.state.withLock { $0.loop === self && (mode == .common ? !$0.modes.isEmpty : $0.modes.contains(mode)) }
+            return isHere && (mode != .common || state.commonTimers[ObjectIdentifier(timer)] != nil)
         }
     }
 

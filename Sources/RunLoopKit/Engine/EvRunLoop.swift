@@ -196,7 +196,8 @@ public final class EvRunLoop: Sendable {
     public func addCommonMode(_ mode: Mode) {
         require(mode != .common, "EvRunLoop.addCommonMode(_:): .common is the pseudo-mode itself, not a mode")
         let (scheduled, version1SourcesJoined): ([(EvSource, Mode)], Bool) = state.withLock { state in
-            guard !state.isDead, mode != .default, state.otherCommonModes.insert(ModeKey(mode)).inserted else { return ([], false) }
+            guard !state.isDead, mode != .default, !state.otherCommonModes.contains(mode) else { return ([], false) }
+            state.otherCommonModes.append(mode)
             for timer in state.commonTimers.values { attach(timer, to: [mode], &state) }
             for (_, observer) in state.commonObservers { attach(observer, to: [mode], &state) }
             for core in state.commonSource1s.values { attach(core, to: [mode], &state) }

@@ -11,13 +11,13 @@
 /// ``LoopState`` that holds it (a loop's state is never copied, so the tables are never shared).
 final class ItemTables: @unchecked Sendable {
     /// R12: items added to `.common`, in the order they were added.
-    var commonTimers: [ObjectIdentifier: EvTimer] = [:]
-    var commonSources: [ObjectIdentifier: EvSource] = [:]
+    var commonTimers = CommonItems<EvTimer>()
+    var commonSources = CommonItems<EvSource>()
     var commonObservers: [(id: ObjectIdentifier, observer: EvObserver)] = []
     /// Version-1 sources: all bound ones, those added to `.common`, and those ready but not yet
     /// handled (R37, R38).
     var source1s: [ObjectIdentifier: EvSource1Core] = [:]
-    var commonSource1s: [ObjectIdentifier: EvSource1Core] = [:]
+    var commonSource1s = CommonItems<EvSource1Core>()
     /// Read on every pass of a loop with version-1 sources: the run time's exclusivity check
     /// would only repeat what the loop's lock guarantees (as for ``ModeState``'s fields).
     @exclusivity(unchecked) var readySource1s: [ObjectIdentifier: EvSource1Core] = [:]
@@ -38,13 +38,13 @@ extension LoopState {
         return made
     }
 
-    var commonTimers: [ObjectIdentifier: EvTimer] {
-        get { tables?.commonTimers ?? [:] }
+    var commonTimers: CommonItems<EvTimer> {
+        get { tables?.commonTimers ?? CommonItems() }
         _modify { yield &madeTables().commonTimers }
     }
 
-    var commonSources: [ObjectIdentifier: EvSource] {
-        get { tables?.commonSources ?? [:] }
+    var commonSources: CommonItems<EvSource> {
+        get { tables?.commonSources ?? CommonItems() }
         _modify { yield &madeTables().commonSources }
     }
 
@@ -58,8 +58,8 @@ extension LoopState {
         _modify { yield &madeTables().source1s }
     }
 
-    var commonSource1s: [ObjectIdentifier: EvSource1Core] {
-        get { tables?.commonSource1s ?? [:] }
+    var commonSource1s: CommonItems<EvSource1Core> {
+        get { tables?.commonSource1s ?? CommonItems() }
         _modify { yield &madeTables().commonSource1s }
     }
 

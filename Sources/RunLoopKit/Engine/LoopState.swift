@@ -7,9 +7,9 @@ struct LoopState {
     /// The modes other than the default one (R7), which is ``defaultMode``: a loop that only
     /// ever uses the default mode has no table (an empty dictionary allocates nothing).
     var otherModes: [ModeKey: ModeState] = [:]
-    /// R11: the common set besides the default mode, which always is in it (``isCommon(_:)``);
-    /// never shrinks. Empty, with no storage, until a mode is made common.
-    var otherCommonModes: Set<ModeKey> = []
+    /// R11: the common set besides the default mode, which always is in it (``isCommon(_:)``),
+    /// in the order the modes were made common; never shrinks. Holds no storage for two modes.
+    var otherCommonModes = ModeList()
     /// The common items (R12) and the version-1 sources (R37, R38), made at the first of them
     /// (see ``ItemTables``; LoopState's properties of the same names read and change them).
     var tables: ItemTables?
@@ -56,7 +56,7 @@ struct LoopState {
 
     /// Whether `mode` is in the common set (R11).
     func isCommon(_ mode: EvRunLoop.Mode) -> Bool {
-        mode == .default || otherCommonModes.contains(ModeKey(mode))
+        mode == .default || otherCommonModes.contains(mode)
     }
 
     /// The mode other than the default one that a run last entered (modes are never removed, so
@@ -85,7 +85,7 @@ struct LoopState {
     func expand(_ mode: EvRunLoop.Mode) -> ModeList {
         guard mode == .common else { return [mode] }
         var modes: ModeList = [.default]
-        for other in otherCommonModes { modes.append(other.mode) }
+        for other in otherCommonModes { modes.append(other) }
         return modes
     }
 }

@@ -119,6 +119,47 @@ private func trackedSource(_ log: EventLog<String>) -> EvSource {
         #expect(callouts == ["schedule kCFRunLoopDefaultMode", "addCommonMode", "schedule a", "entry a", "timer a"])
     }
 
+    /// R12, R13: the common set and the common items keep their order, whatever the process's
+    /// hash seed: a common source is scheduled in the default mode and then in the modes in the
+    /// order they were made common, and a mode made common takes the common sources in the order
+    /// they were made common. (Eight of each: by chance, a hashed order matches 1 time in 40,320.)
+    @Test func R12_R13_commonModesAndItemsKeepTheirOrder() {
+        let modes = (0..<8).map { EvRunLoop.Mode("ordered.\(7 - $0)") }
+        let late = EvRunLoop.Mode("ordered.late")
+        let (scheduled, joined) = onLoopThread { loop -> ([String], [String]) in
+            for mode in modes { loop.addCommonMode(mode) }
+            let log = EventLog<String>()
+            loop.add(trackedSource(log), forMode: .common)
+            let scheduled = log.all
+            let joins = EventLog<Int>()
+            let sources = (0..<8).map { index in
+                EvSource(schedule: { _, mode in if mode == late { joins.append(index) } }, perform: {})
+            }
+            for source in sources { loop.add(source, forMode: .common) }
+            loop.addCommonMode(late)
+            return (scheduled, joins.all.map(String.init))
+        }
+        #expect(scheduled == ["schedule kCFRunLoopDefaultMode"] + modes.map { "schedule \($0.name)" })
+        #expect(joined == (0..<8).map(String.init))
+    }
+
+    /// C21: as CF's CFRunLoopContainsTimer, a common timer removed by name from its last mode is
+    /// not contained in `.common` any more, yet it stays a common item: a mode made common later
+    /// takes it, and then it is contained again.
+    @Test func C21_aCommonTimerOutOfEveryModeIsNotContainedInCommon() {
+        let (whileOut, inLate, afterJoining) = onLoopThread { [a] loop -> (Bool, Bool, Bool) in
+            let timer = keepAliveTimer()
+            loop.add(timer, forMode: .common)
+            loop.remove(timer, forMode: .default)
+            let whileOut = loop.contains(timer, forMode: .common)
+            loop.addCommonMode(a)
+            return (whileOut, loop.contains(timer, forMode: a), loop.contains(timer, forMode: .common))
+        }
+        #expect(!whileOut)
+        #expect(inLate)
+        #expect(afterJoining)
+    }
+
     @Test func R14_removingFromCommonRemovesFromEveryCommonMode() {
         let log = EventLog<String>()
         let (contained, callouts) = onLoopThread { [a, b] loop -> ([Bool], [String]) in
