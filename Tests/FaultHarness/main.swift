@@ -84,9 +84,10 @@ func creationFaults() {
 }
 
 /// Fails libev's `epoll_ctl` for the loop's set of callers' descriptors, once. Calls 1 and 2: the
-/// loop checks the set's descriptor against libev's epoll set (add, remove); call 3: the pipe
-/// into the set; call 4: libev adds the set to its epoll, inside the next `ev_run`.
-let libevAddsTheDescriptorSet = "epoll_ctl:4:ENOMEM@thread"
+/// loop checks the set's descriptor against libev's epoll set (add, remove); call 3: the process's
+/// file register confirms the pipe is still the source's file; call 4: the pipe into the set;
+/// call 5: libev adds the set to its epoll, inside the next `ev_run`.
+let libevAddsTheDescriptorSet = "epoll_ctl:5:ENOMEM@thread"
 
 /// libev's `epoll_ctl` for one of the loop's own descriptors fails while it runs (the epoll set
 /// for callers' descriptors, registered when the first one is watched): libev stops that watcher

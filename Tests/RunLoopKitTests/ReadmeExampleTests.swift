@@ -59,9 +59,11 @@ func readmeSources(reading fd: Int32) throws -> [String] {
     try port.send("hello")  // from any thread; throws once invalidated or full (back-pressure)
 
     let input = try EvFileDescriptorSource(fileDescriptor: fd, events: .readable) { readiness in
+        // On .error the number may name another file already: leave it alone.
+        guard !readiness.contains(.error) else { return log.withLock { $0.append("fd: error") } }
         var byte: UInt8 = 0
         _ = read(fd, &byte, 1)  // drain it, or it stays readable
-        log.withLock { $0.append("fd: \(readiness.contains(.readable) ? "readable" : "error")") }
+        log.withLock { $0.append("fd: readable") }
     }
     loop.add(input, forMode: .default)
 

@@ -13,13 +13,15 @@ import Musl
 /// the handler is called once with ``Readiness/error`` and the source invalidates itself, so
 /// the loop never spins on a dead descriptor.
 ///
-/// The source remembers which file its descriptor named when it was made (device and inode). If
-/// the number is closed and reused for another file (the next connection's socket, say), the old
-/// source never reports readiness of the new file: it gets ``Readiness/error`` alone, once, and
-/// invalidates itself, while a new source on the reused number watches the new file. A number
-/// reused for the very same file (the same path opened again, a `dup` of it) cannot be told
-/// apart, and is watched as that file. A regular file, which epoll cannot watch, is always
-/// ready. A run loop's own descriptors cannot be watched: the initialiser refuses them, and a
+/// The source remembers which file its descriptor named when it was made (the kernel tells it;
+/// see ``FileIdentity``). If the number is closed and reused for another file (the next
+/// connection's socket, another eventfd), the old source never reports readiness of the new
+/// file: it gets ``Readiness/error`` alone, once, and invalidates itself, while a new source on
+/// the reused number watches the new file. On ``Readiness/error`` a handler must leave the
+/// number alone: it may name another file already. A number that names the same open file
+/// again (a `dup` of it put back) is watched as that file; for a regular file, so is the same
+/// path opened again. A regular file, which epoll cannot watch, is always ready, until it is
+/// closed. A run loop's own descriptors cannot be watched: the initialiser refuses them, and a
 /// number that became one after the source was made is reported with ``Readiness/error`` when
 /// watched.
 ///
@@ -47,8 +49,9 @@ public final class EvFileDescriptorSource: EvVersion1Source, @unchecked Sendable
     ///
     /// - Parameters:
     ///   - fileDescriptor: the caller's descriptor, open; the caller keeps owning it (the source
-    ///     never closes it, and it may be closed while watched: the handler then sees `.error`).
-    ///     The source is for the file it names now, even once the number names another.
+    ///     never closes it). It may be closed while watched: the handler sees `.error` when the
+    ///     loop next starts watching it or the file it named becomes ready. The source is for the
+    ///     file it names now, even once the number names another.
     ///   - events: ``Readiness/readable``, ``Readiness/writable`` or both.
     ///   - order: kept for CF parity; ready version-1 sources are handled first come, first served.
     ///   - handler: runs on the loop's thread with the readiness that fired.
@@ -62,8 +65,11 @@ public final class EvFileDescriptorSource: EvVersion1Source, @unchecked Sendable
         require(
             !events.intersection([.readable, .writable]).isEmpty,
             "EvFileDescriptorSource.init: events must contain .readable and/or .writable")
-        guard fileDescriptor >= 0, let file = FileIdentity(of: fileDescriptor) else { throw .badFileDescriptor(fileDescriptor) }
+        guard fileDescriptor >= 0 else { throw .badFileDescriptor(fileDescriptor) }
+        // Refused before its file is entered in the register (FileIdentity), which a loop's own
+        // epoll set must not join.
         guard !EvBackend.isInternalDescriptor(fileDescriptor) else { throw .internalDescriptor(fileDescriptor) }
+        guard let file = FileIdentity(of: fileDescriptor) else { throw .badFileDescriptor(fileDescriptor) }
         self.fileDescriptor = fileDescriptor
         self.events = events.intersection([.readable, .writable])
         let kind = EvSource1Core.Kind.fileDescriptor(fileDescriptor, events: self.events.rawValue, file: file)

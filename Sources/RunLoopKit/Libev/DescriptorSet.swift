@@ -24,8 +24,10 @@ import Musl
 ///
 /// A number names a file only until it is closed, and the next `open` may reuse it for another.
 /// Each watcher says which file it was made for (its ``FileIdentity``): a watch that starts
-/// while the number names another file fails, and so does readiness reported by a re-arm that
-/// shows the number no longer naming the entry's file — never handed on for the new file.
+/// while the number names another file fails, and so do the watchers of an entry left for an
+/// older file at that number, readiness reported by a re-arm that shows the number no longer
+/// naming the entry's file, and an always-ready entry whose number no longer names its file —
+/// never handed on for the new file.
 ///
 /// Readiness bits are ``EvBackend/readable``, ``EvBackend/writable`` and ``EvBackend/failed``.
 /// Loop thread only: that rule serialises every access, so the fields every wait reads are
@@ -89,22 +91,41 @@ final class DescriptorSet {
     func add(token: Int, fd: Int32, events: Int32, file: FileIdentity) -> [Int] {
         // A run loop's own descriptor (see InternalDescriptors): watching it would break a loop.
         if InternalDescriptors.contains(fd) { return [token] }
-        // One fstat per start of a watch (a mode switch), none per event: see report(_:into:).
-        guard FileIdentity(of: fd) == file else { return [token] }
+        // One look per start of a watch (a mode switch), none per event: see report(_:to:).
+        guard file.isNamed(by: fd) else { return [token] }
         var failed: [Int] = []
         if var entry = entries[fd] {
-            entry.watchers.append((token, events))
-            if entry.alwaysReady {
-                entries[fd] = entry
-                return []
+            if entry.file.isNamed(by: fd) {
+                entry.watchers.append((token, events))
+                if entry.alwaysReady {
+                    entries[fd] = entry
+                    return []
+                }
+                failed = install(entry, for: fd, adding: false)
+                // The others watch a file since closed; `fd` now names another one: watch that alone.
+                if failed.isEmpty || errno != ENOENT { return failed }
+                failed.removeAll { $0 == token }
+            } else {
+                // The others watch a file since closed, whatever kind either file is.
+                failed = drop(entry, for: fd)
             }
-            failed = install(entry, for: fd, adding: false)
-            // The others watch a file since closed; `fd` now names another one: watch that alone.
-            if failed.isEmpty || errno != ENOENT { return failed }
-            failed.removeAll { $0 == token }
         }
         lastGeneration &+= 1
         return failed + install(Entry(watchers: [(token, events)], generation: lastGeneration, file: file), for: fd, adding: true)
+    }
+
+    /// Forgets the entry of `fd`, whose number no longer names its file; returns its watchers'
+    /// tokens, each to be reported failed. Its kernel entry went with the file, or lingers
+    /// one-shot under the old file (see the type's comment): the removal's error is no news.
+    private func drop(_ entry: Entry, for fd: Int32) -> [Int] {
+        entries.removeValue(forKey: fd)
+        if entry.alwaysReady {
+            alwaysReadyCount -= 1
+        } else {
+            var unused = epoll_event()
+            _ = retryingEINTR { epoll_ctl(descriptor, EPOLL_CTL_DEL, fd, &unused) }
+        }
+        return entry.watchers.map(\.token)
     }
 
     /// Stops watching for `token`. Returns the other watchers of `fd` if re-arming them showed
@@ -141,10 +162,22 @@ final class DescriptorSet {
         // A failure (ENOMEM) reports nothing now; the set stays readable, so libev asks again.
         let count = Int(retryingEINTR { epoll_wait(descriptor, eventBuffer, Int32(Self.batch), 0) })
         for index in 0..<max(count, 0) { self.report(eventBuffer[index], to: report) }
-        if alwaysReadyCount > 0 {
-            for entry in entries.values where entry.alwaysReady {
-                for watcher in entry.watchers { report(watcher.token, watcher.events) }
+        if alwaysReadyCount > 0 { reportAlwaysReady(to: report) }
+    }
+
+    /// Reports the always-ready descriptors, each checked first: one closed, or whose number now
+    /// names another file, is reported failed once and forgotten, never reported ready again.
+    private func reportAlwaysReady(to report: (_ token: Int, _ events: Int32) -> Void) {
+        var gone: [(fd: Int32, entry: Entry)] = []
+        for (fd, entry) in entries where entry.alwaysReady {
+            guard entry.file.isNamed(by: fd) else {
+                gone.append((fd, entry))
+                continue
             }
+            for watcher in entry.watchers { report(watcher.token, watcher.events) }
+        }
+        for (fd, entry) in gone {
+            for token in drop(entry, for: fd) { report(token, EvBackend.failed) }
         }
     }
 
@@ -160,7 +193,7 @@ final class DescriptorSet {
         let failed = install(entry, for: fd, adding: false)
         // A re-arm succeeds only while `fd` still names the registered file, so only a failed one
         // needs to look: readiness of a file the number no longer names is an error alone.
-        let stillNamed = failed.isEmpty || FileIdentity(of: fd) == entry.file
+        let stillNamed = failed.isEmpty || entry.file.isNamed(by: fd)
         for watcher in entry.watchers where stillNamed && watcher.events & readiness != 0 {
             report(watcher.token, watcher.events & readiness)
         }
@@ -195,21 +228,5 @@ final class DescriptorSet {
         entries.removeValue(forKey: fd)
         errno = error
         return entry.watchers.map(\.token)
-    }
-}
-
-/// Which file a descriptor names: its device and inode, as `fstat` gives them. Two open files
-/// with the same identity are the same file (the same path opened twice, a `dup`); a number
-/// reused for another pipe, socket or file has another.
-struct FileIdentity: Sendable, Equatable {
-    let device: UInt64
-    let inode: UInt64
-
-    /// The file `fd` names now; `nil` when `fd` is not open.
-    init?(of fd: Int32) {
-        var status = stat()
-        guard fstat(fd, &status) == 0 else { return nil }
-        device = UInt64(status.st_dev)
-        inode = UInt64(status.st_ino)
     }
 }

@@ -1,5 +1,5 @@
 /// Every run loop's own descriptors in the process: libev's epoll fd, the wake-up eventfd, the
-/// timerfd and the ``DescriptorSet``'s epoll fd.
+/// timerfd and the ``DescriptorSet``'s epoll fd, and the process's ``FileRegister``.
 ///
 /// A file-descriptor source for one of them would corrupt its loop: libev's epoll set inside the
 /// loop's ``DescriptorSet`` makes libev's own `epoll_ctl` fail with `ELOOP` (Debian's libev

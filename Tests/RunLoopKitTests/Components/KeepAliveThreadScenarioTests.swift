@@ -1,5 +1,5 @@
 import Foundation
-import RunLoopKit
+@testable import RunLoopKit
 import Synchronization
 import Testing
 #if canImport(Glibc)
@@ -104,19 +104,15 @@ struct DescriptorSnapshot {
         return strip(earlier) == strip(now)
     }
 
-    /// The descriptors open in this snapshot that a run loop owns, found positively: those that
-    /// `EvFileDescriptorSource` refuses as a loop's own. Comparing numbers and kinds with an
-    /// earlier snapshot is not enough: a descriptor closed after it, whose number (and, for an
-    /// eventfd, whose id) the loop's new descriptor took, looks already open.
+    /// The descriptors open in this snapshot that a run loop owns, found positively: those
+    /// `EvFileDescriptorSource` refuses as a loop's own, less the process's file register (not a
+    /// loop's). Comparing numbers and kinds with an earlier snapshot is not enough: a descriptor
+    /// closed after it, whose number (and, for an eventfd, whose id) the loop's new descriptor
+    /// took, looks already open. Asked without making sources, which would enter every
+    /// descriptor in the register.
     var runLoopOwned: [Int32: String] {
-        kinds.filter { fd, _ in
-            do {
-                _ = try EvFileDescriptorSource(fileDescriptor: fd, events: .readable) { _ in }
-                return false
-            } catch {
-                return (error as? EvSourceError) == .internalDescriptor(fd)
-            }
-        }
+        let register = FileRegister.descriptor
+        return kinds.filter { fd, _ in fd != register && EvBackend.isInternalDescriptor(fd) }
     }
 
     /// Whether `owned` is exactly one run loop's descriptors (with a timerfd or not), and its

@@ -1,3 +1,4 @@
+import CEpoll
 import Foundation
 import RunLoopKit
 import Testing
@@ -266,6 +267,166 @@ private func reservedDescriptorNumber(_ index: Int32) -> Int32 {
         }
         #expect(results == [.handledSource, .handledSource, .finished])
         #expect(events.all == [[.readable, .writable], [.readable, .writable]])
+    }
+
+    /// A regular file at `number`, holding one byte.
+    private static func regularFile(at number: Int32) -> Int32 {
+        var template = Array("/tmp/runloopkit-regular-XXXXXX".utf8CString)
+        let fd = mkstemp(&template)
+        precondition(fd >= 0)
+        unlink(template)
+        var byte: UInt8 = 7
+        precondition(write(fd, &byte, 1) == 1 && lseek(fd, 0, SEEK_SET) == 0)
+        precondition(dup2(fd, number) == number)
+        close(fd)
+        return number
+    }
+
+    /// A handler that reads whatever the number names when told it is readable, as a careless
+    /// one does, and logs what it was told and what it read.
+    private static func carelessReader(
+        of number: Int32, _ events: EventLog<EvFileDescriptorSource.Readiness>, _ stolen: EventLog<UInt8>
+    ) -> @Sendable (EvFileDescriptorSource.Readiness) -> Void {
+        { readiness in
+            events.append(readiness)
+            guard readiness.contains(.readable) else { return }
+            var byte: UInt8 = 0
+            if read(number, &byte, 1) == 1 { stolen.append(byte) }
+        }
+    }
+
+    /// An always-ready descriptor (a regular file) closed while watched is reported once as an
+    /// error and leaves: the loop does not spin on it, reporting it readable for ever.
+    @Test func regularFileClosedWhileWatchedIsReportedOnceAsAnError() throws {
+        let number = Self.regularFile(at: reservedDescriptorNumber(5))
+        let events = EventLog<EvFileDescriptorSource.Readiness>()
+        let source = try EvFileDescriptorSource(fileDescriptor: number, events: .readable) { events.append($0) }
+        let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
+            loop.add(source, forMode: .default)
+            let watched = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            close(number)
+            let failed = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            return [watched, failed, loop.run(mode: .default, timeout: .zero)]
+        }
+        #expect(results == [.handledSource, .handledSource, .finished])
+        #expect(events.all == [.readable, .error])
+        #expect(!source.isValid)
+    }
+
+    /// A regular file closed while watched, its number reused by a pipe with data: the old
+    /// source gets `.error` alone, never the pipe's readiness (its handler would read the pipe).
+    @Test func regularFileNumberReusedByAPipeIsAnErrorNotThePipesData() throws {
+        let number = Self.regularFile(at: reservedDescriptorNumber(6))
+        let events = EventLog<EvFileDescriptorSource.Readiness>()
+        let stolen = EventLog<UInt8>()
+        let old = try EvFileDescriptorSource(fileDescriptor: number, events: .readable, handler: Self.carelessReader(of: number, events, stolen))
+        let second = Box<Pipe?>(nil)
+        let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
+            loop.add(old, forMode: .default)
+            let watched = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            close(number)
+            let pipe = Pipe(readEndAt: number)
+            second.set(pipe)
+            pipe.write(42)
+            let failed = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            return [watched, failed, loop.run(mode: .default, timeout: .zero)]
+        }
+        defer { second.get?.close() }
+        #expect(results == [.handledSource, .handledSource, .finished])
+        #expect(events.all == [.readable, .error])
+        #expect(stolen.all == [7], "the old source's handler read the pipe")
+        #expect(!old.isValid)
+    }
+
+    /// A regular file closed while watched, its number reused by an empty pipe that a new source
+    /// watches: the old source fails, and the new one is not told the pipe is ready until it is.
+    @Test func aNewSourceOnANumberAnAlwaysReadyFileLeftWatchesItsOwnFile() throws {
+        let number = Self.regularFile(at: reservedDescriptorNumber(7))
+        let oldEvents = EventLog<EvFileDescriptorSource.Readiness>()
+        let old = try EvFileDescriptorSource(fileDescriptor: number, events: .readable) { oldEvents.append($0) }
+        let newEvents = EventLog<EvFileDescriptorSource.Readiness>()
+        let second = Box<Pipe?>(nil)
+        let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
+            loop.add(old, forMode: .default)
+            let watched = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            close(number)
+            let pipe = Pipe(readEndAt: number)
+            second.set(pipe)
+            let new = try! EvFileDescriptorSource(fileDescriptor: number, events: .readable) { readiness in
+                newEvents.append(readiness)
+                pipe.drain()
+            }
+            loop.add(new, forMode: .default)
+            let failed = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            let idle = loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true)
+            pipe.write()
+            let served = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            new.invalidate()
+            return [watched, failed, idle, served]
+        }
+        defer { second.get?.close() }
+        #expect(results == [.handledSource, .handledSource, .timedOut, .handledSource])
+        #expect(oldEvents.all == [.readable, .error])
+        #expect(newEvents.all == [.readable])
+    }
+
+    /// A watched pipe closed and its number reused by a regular file that a new source watches:
+    /// the old source fails alone; the new one is always ready, as a regular file is.
+    @Test func aNewSourceOnARegularFileAtAPipesOldNumberIsAlwaysReady() throws {
+        let number = reservedDescriptorNumber(8)
+        let first = Pipe(readEndAt: number)
+        defer { close(first.writeEnd) }
+        let oldEvents = EventLog<EvFileDescriptorSource.Readiness>()
+        let old = try EvFileDescriptorSource(fileDescriptor: number, events: .readable) { oldEvents.append($0) }
+        let newEvents = EventLog<EvFileDescriptorSource.Readiness>()
+        let (results, newIsValid) = onLoopThread { loop -> ([EvRunLoop.RunResult], Bool) in
+            loop.add(old, forMode: .default)
+            _ = loop.run(mode: .default, timeout: .zero)  // `number` is now watched for `old`
+            close(number)
+            _ = Self.regularFile(at: number)
+            let new = try! EvFileDescriptorSource(fileDescriptor: number, events: .readable) { newEvents.append($0) }
+            loop.add(new, forMode: .default)
+            let handled = (0..<3).map { _ in loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true) }
+            defer { new.invalidate(); close(number) }
+            return (handled, new.isValid)
+        }
+        #expect(results == [.handledSource, .handledSource, .handledSource])
+        #expect(oldEvents.all == [.error])
+        #expect(newEvents.all == [.readable, .readable])
+        #expect(newIsValid)
+    }
+
+    /// Every eventfd shares one inode, so device and inode cannot tell two apart: an eventfd
+    /// closed while its source was not watched, its number reused by another eventfd with a
+    /// count, is still told from it. The old source gets `.error` alone and does not read it.
+    @Test func anEventfdReusingAnotherEventfdsNumberIsToldApart() throws {
+        let number = reservedDescriptorNumber(9)
+        try #require(dup2(eventfd(0, Int32(EFD_NONBLOCK)), number) == number)
+        let events = EventLog<EvFileDescriptorSource.Readiness>()
+        let taken = EventLog<UInt64>()
+        let old = try EvFileDescriptorSource(fileDescriptor: number, events: .readable) { readiness in
+            events.append(readiness)
+            guard readiness.contains(.readable) else { return }
+            var count: UInt64 = 0
+            if read(number, &count, 8) == 8 { taken.append(count) }
+        }
+        let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
+            let other = EvRunLoop.Mode("other")
+            loop.add(old, forMode: other)  // watched only while `other` runs
+            close(number)
+            let second = eventfd(0, Int32(EFD_NONBLOCK))
+            precondition(dup2(second, number) == number)
+            close(second)
+            var one: UInt64 = 42
+            precondition(write(number, &one, 8) == 8)
+            let first = loop.run(mode: other, timeout: .seconds(30), returnAfterSourceHandled: true)
+            defer { close(number) }
+            return [first, loop.run(mode: other, timeout: .zero)]
+        }
+        #expect(results == [.handledSource, .finished])
+        #expect(events.all == [.error])
+        #expect(taken.all.isEmpty, "the old source's handler read the other eventfd")
+        #expect(!old.isValid)
     }
 
     /// Two sources on one descriptor, one for reading and one for writing: each sees only what it

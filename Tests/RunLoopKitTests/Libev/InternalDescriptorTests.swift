@@ -31,10 +31,13 @@ import TestSupport
                 // enough: a number closed and reused meanwhile does not look new): the loop's
                 // set for callers' descriptors is the epoll set watching the pipe, libev's is the
                 // one watching that set, and libev's also watches the eventfd and the timerfd.
+                // (The process's file register watches the pipe too, but no set watches it.)
                 let epollTargets = currentEpollTargets()
-                guard let callers = epollTargets.first(where: { $0.value.contains(pipeFDs[1]) })?.key,
-                    let libev = epollTargets.first(where: { $0.value.contains(callers) })?.key
-                else { exit(13) }
+                let sets = epollTargets.compactMap { fd, targets -> (callers: Int32, libev: Int32)? in
+                    guard targets.contains(pipeFDs[1]), let libev = epollTargets.first(where: { $0.value.contains(fd) })?.key else { return nil }
+                    return (fd, libev)
+                }
+                guard sets.count == 1, let (callers, libev) = sets.first else { exit(13) }
                 var opened: Set<Int32> = [callers, libev]
                 opened.formUnion(epollTargets[libev] ?? [])
                 opened.subtract(pipeFDs)
@@ -78,6 +81,9 @@ import TestSupport
             DescriptorSnapshot.settleLibdispatch()
             let filler = open("/dev/null", O_RDONLY)
             guard filler >= 0 else { exit(11) }
+            // The first descriptor source makes the process's file register: made now, it takes
+            // a low number, not one of the loop's that the caller reuses below.
+            _ = try? EvFileDescriptorSource(fileDescriptor: filler, events: .readable) { _ in }
             while true {
                 let fd = dup(filler)
                 guard fd >= 0 else { exit(11) }
