@@ -365,6 +365,43 @@ func ownDescriptorRefused(atCreation: Bool) {
 /// With no timer (`timer` false) the loop never calls `timerfd_settime`; with one far-off
 /// timer, once (its deadline never changes). Counted on the loop's thread by rules that never
 /// inject.
+/// Many descriptors ready at once, handled one per iteration (R38): each costs a few
+/// `epoll_ctl`s (its watch, its report, its re-arm once handled), not one more per iteration it
+/// waits. Before, every pass re-armed every still-unhandled ready entry: about n²/2 calls.
+func manyReadyDescriptorsSystemCalls() {
+    let count = 200
+    let outcome = onNewThread { () -> String in
+        let loop = EvRunLoop.current
+        let handled = Mutex(0)
+        var pipes: [(read: Int32, write: Int32)] = []
+        var sources: [EvFileDescriptorSource] = []
+        for _ in 0..<count {
+            var fds: [Int32] = [0, 0]
+            guard pipe(&fds) == 0 else { return "pipe failed" }
+            let readEnd = fds[0]
+            pipes.append((fds[0], fds[1]))
+            var byte: UInt8 = 1
+            _ = write(fds[1], &byte, 1)
+            sources.append(try! EvFileDescriptorSource(fileDescriptor: readEnd, events: .readable) { _ in
+                var byte: UInt8 = 0
+                if read(readEnd, &byte, 1) == 1 { handled.withLock { $0 += 1 } }
+            })
+        }
+        arm("epoll_ctl:1000000000:EINVAL@thread")
+        for source in sources { loop.add(source, forMode: .default) }
+        run(loop, for: 10) { handled.withLock { $0 } == count }
+        let calls = runloopkit_faults_calls("epoll_ctl")
+        runloopkit_faults_disarm()
+        for source in sources { source.invalidate() }
+        for (readEnd, writeEnd) in pipes { close(readEnd); close(writeEnd) }
+        let done = handled.withLock { $0 }
+        guard done == count else { return "\(done) of \(count) descriptors handled" }
+        return calls <= 5 * count ? "ok \(calls)" : "\(calls) epoll_ctl for \(count) ready descriptors (at most \(5 * count))"
+    }
+    guard outcome.hasPrefix("ok") else { fail(outcome) }
+    print("\(count) ready descriptors: \(outcome.dropFirst(3)) epoll_ctl")
+}
+
 func quietWakeUps(timer: Bool) {
     let handled = DispatchSemaphore(value: 0)
     let started = DispatchSemaphore(value: 0)
@@ -470,6 +507,7 @@ case "epoll-wait-forever": epollWaitFailsForGood()
 case "quiet-wakeups": quietWakeUps(timer: false)
 case "quiet-wakeups-timer": quietWakeUps(timer: true)
 case "periodic-timer-syscalls": periodicTimerSystemCalls()
+case "many-ready-descriptors": manyReadyDescriptorsSystemCalls()
 case "own-descriptor-ebadf-creation": ownDescriptorRefused(atCreation: true)
 case "own-descriptor-ebadf": ownDescriptorRefused(atCreation: false)
 default: fail("unknown scenario \(CommandLine.arguments.dropFirst().first ?? "(none)")")

@@ -141,7 +141,7 @@ extension EvRunLoop {
     func handleOneVersion1Source(_ run: RunContext) -> Bool {
         guard hasHint(Hint.readySource1s) else { return false }
         let mode = run.mode
-        let picked: (EvSource1Core, Int32)?? = state.withLock { state in
+        let picked: (EvSource1Core, Int32, token: Int?)?? = state.withLock { state in
             var best: (core: EvSource1Core, sequence: UInt64)?
             for core in state.readySource1s.values {
                 let sequence: UInt64? = core.state.withLock { $0.isValid && $0.modes.contains(mode) ? $0.readySequence : nil }
@@ -158,16 +158,17 @@ extension EvRunLoop {
                 defer { sourceState.pendingEvents = 0 }
                 return sourceState.pendingEvents
             }
-            return (core, events)
+            return (core, events, state.watches.tokens[ObjectIdentifier(core)])
         }
         guard let picked else { return false }
-        guard let (core, events) = picked else {
+        guard let (core, events, token) = picked else {
             Callout.libevSource(on: self)
             return true
         }
         if Callout.version1Source(core, events, on: self) {
             state.withLock { state in markReady(core, events: events, &state) }
         }
+        if let token { waiter.readinessHandled(token) }
         return true
     }
 }

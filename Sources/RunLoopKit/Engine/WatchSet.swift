@@ -73,6 +73,7 @@ extension EvRunLoop {
         }
         state.watches.syncedMode = mode
         notePassViewChanged()  // runs of other modes now find theirs out of step
+        waiter.rearmWatchers()
     }
 
     /// Starts the watchers of signal sources at once (loop thread), so a signal sent right after

@@ -5,6 +5,14 @@ import Glibc
 import Musl
 #endif
 
+/// What takes the readiness a ``DescriptorSet`` reports: the backend, through its concrete type,
+/// so that a poll forms no closure (whose captures cost a retain and release per poll).
+protocol ReadinessSink: AnyObject {
+    /// Watcher `token` is ready for `events` (``EvBackend/readable``, ``EvBackend/writable``,
+    /// ``EvBackend/failed``).
+    func noteReady(_ token: Int, _ events: Int32)
+}
+
 /// The loop's own epoll set for callers' file descriptors; libev watches only this set's
 /// descriptor, never a caller's.
 ///
@@ -38,10 +46,12 @@ final class DescriptorSet {
     @exclusivity(unchecked) private var entries: [Int32: Entry] = [:]
     @exclusivity(unchecked) private var lastGeneration: UInt32 = 0
     @exclusivity(unchecked) private var alwaysReadyCount = 0
-    /// Where ``collect(_:)`` has the kernel write what is ready (a plain buffer: no uniqueness
+    /// Entries left unarmed (see ``Entry/armed``): the loop re-arms them before it sleeps.
+    @exclusivity(unchecked) private(set) var restingCount = 0
+    /// Where ``collect(into:)`` has the kernel write what is ready (a plain buffer: no uniqueness
     /// check or retain per call, as an array passed to C would have).
     private let eventBuffer: UnsafeMutablePointer<epoll_event>
-    /// How many events one ``collect(_:)`` takes at most.
+    /// How many events one ``collect(into:)`` takes at most.
     private static let batch = 256
 
     private struct Entry {
@@ -52,6 +62,13 @@ final class DescriptorSet {
         var file: FileIdentity
         /// `EPERM` from epoll: not in the kernel set, ready at once.
         var alwaysReady = false
+        /// Its readiness was handed on and its watchers' handlers have not run since (see
+        /// ``handled(token:fd:)``): a report meanwhile would tell the loop nothing new.
+        var reported = false
+        /// Re-armed since its last report, so the kernel reports it again. A report that comes
+        /// while ``reported`` is not re-armed: the entry rests, and the kernel, which would
+        /// report it at every look until its handler runs, looks no more.
+        var armed = true
 
         var kernelMask: UInt32 {
             let wanted = watchers.reduce(0) { $0 | $1.events }
@@ -81,7 +98,7 @@ final class DescriptorSet {
     var isEmpty: Bool { entries.isEmpty }
 
     /// Whether some watched descriptor is always ready (see the type's comment): the loop must
-    /// not sleep, and ``collect(_:)`` reports it every time.
+    /// not sleep, and ``collect(into:)`` reports it every time.
     var hasAlwaysReady: Bool { alwaysReadyCount > 0 }
 
     /// Watches `fd` for `events` on behalf of `token`, whose source was made for `file`. Returns
@@ -97,6 +114,7 @@ final class DescriptorSet {
         if var entry = entries[fd] {
             if entry.file.isNamed(by: fd) {
                 entry.watchers.append((token, events))
+                entry.reported = false  // the next report reaches the new watcher too
                 if entry.alwaysReady {
                     entries[fd] = entry
                     return []
@@ -114,11 +132,13 @@ final class DescriptorSet {
         return failed + install(Entry(watchers: [(token, events)], generation: lastGeneration, file: file), for: fd, adding: true)
     }
 
-    /// Forgets the entry of `fd`, whose number no longer names its file; returns its watchers'
-    /// tokens, each to be reported failed. Its kernel entry went with the file, or lingers
-    /// one-shot under the old file (see the type's comment): the removal's error is no news.
+    /// Forgets the entry of `fd`, whose last watcher left or whose number no longer names its
+    /// file; returns its watchers' tokens (to be reported failed in the second case). Its kernel
+    /// entry is removed, or went with the file, or lingers one-shot under the old file (see the
+    /// type's comment): the removal's error is no news.
     private func drop(_ entry: Entry, for fd: Int32) -> [Int] {
         entries.removeValue(forKey: fd)
+        if !entry.armed { restingCount -= 1 }
         if entry.alwaysReady {
             alwaysReadyCount -= 1
         } else {
@@ -141,51 +161,87 @@ final class DescriptorSet {
             }
             return install(entry, for: fd, adding: false)
         }
-        entries.removeValue(forKey: fd)
-        if entry.alwaysReady {
-            alwaysReadyCount -= 1
-        } else {
-            var unused = epoll_event()
-            _ = retryingEINTR { epoll_ctl(descriptor, EPOLL_CTL_DEL, fd, &unused) }
-        }
+        _ = drop(entry, for: fd)
         return []
+    }
+
+    /// The handler of `token`, a watcher of `fd`, ran: the entry reports again from now on,
+    /// re-armed if it rests. Returns the tokens of watchers whose re-arm showed their descriptor
+    /// closed, each to be reported failed.
+    func handled(token: Int, fd: Int32) -> [Int] {
+        guard var entry = entries[fd], entry.reported || !entry.armed, entry.watchers.contains(where: { $0.token == token }) else { return [] }
+        entry.reported = false
+        if entry.armed {
+            entries[fd] = entry
+            return []
+        }
+        return install(entry, for: fd, adding: false)
+    }
+
+    /// Re-arms every resting entry and forgets what was reported: before a sleep, when no
+    /// readiness of the running mode's sources waits for a handler, and when the watched sources
+    /// changed, which may have dropped readiness that waited (a source left its modes).
+    func rearmResting() -> [Int] {
+        var failed: [Int] = []
+        for (fd, entry) in entries where entry.reported || !entry.armed {
+            var entry = entry
+            entry.reported = false
+            if entry.armed {
+                entries[fd] = entry
+            } else {
+                failed += install(entry, for: fd, adding: false)
+            }
+        }
+        return failed
     }
 
     /// Reports what is ready now, without waiting, in the order the kernel reports it (the order
     /// the descriptors became ready), then the always-ready ones. Re-arms each reported entry. One
     /// batch at most: an entry re-armed while still ready is reported again by the next call,
-    /// and the set's descriptor stays readable while more wait. `report` gets each watcher's
+    /// and the set's descriptor stays readable while more wait. An entry reported again before
+    /// its handler ran is not handed on again but rests (see ``Entry/armed``): with many
+    /// descriptors ready, each costs one re-arm per handling, not one per pass. `sink` gets each
+    /// watcher's token and readiness, one by one: no poll allocates. `report` gets each watcher's
     /// token and readiness; handed over one by one, not in an array, so that no poll allocates.
-    func collect(_ report: (_ token: Int, _ events: Int32) -> Void) {
+    func collect<Sink: ReadinessSink>(into sink: Sink) {
         // The one epoll_wait outside libev, and it never blocks (timeout 0): libev waits on the
         // set's descriptor, and this reads the set it reported (the type says why the set exists).
         // A failure (ENOMEM) reports nothing now; the set stays readable, so libev asks again.
         let count = Int(retryingEINTR { epoll_wait(descriptor, eventBuffer, Int32(Self.batch), 0) })
-        for index in 0..<max(count, 0) { self.report(eventBuffer[index], to: report) }
-        if alwaysReadyCount > 0 { reportAlwaysReady(to: report) }
+        for index in 0..<max(count, 0) { report(eventBuffer[index], to: sink) }
+        if alwaysReadyCount > 0 { reportAlwaysReady(to: sink) }
     }
 
     /// Reports the always-ready descriptors, each checked first: one closed, or whose number now
     /// names another file, is reported failed once and forgotten, never reported ready again.
-    private func reportAlwaysReady(to report: (_ token: Int, _ events: Int32) -> Void) {
+    private func reportAlwaysReady<Sink: ReadinessSink>(to sink: Sink) {
         var gone: [(fd: Int32, entry: Entry)] = []
         for (fd, entry) in entries where entry.alwaysReady {
             guard entry.file.isNamed(by: fd) else {
                 gone.append((fd, entry))
                 continue
             }
-            for watcher in entry.watchers { report(watcher.token, watcher.events) }
+            for watcher in entry.watchers { sink.noteReady(watcher.token, watcher.events) }
         }
         for (fd, entry) in gone {
-            for token in drop(entry, for: fd) { report(token, EvBackend.failed) }
+            for token in drop(entry, for: fd) { sink.noteReady(token, EvBackend.failed) }
         }
     }
 
-    private func report(_ event: epoll_event, to report: (_ token: Int, _ events: Int32) -> Void) {
+    private func report<Sink: ReadinessSink>(_ event: epoll_event, to sink: Sink) {
         let fd = Int32(truncatingIfNeeded: event.data.u64)
-        guard let entry = entries[fd], entry.generation == UInt32(truncatingIfNeeded: event.data.u64 >> 32) else {
+        guard var entry = entries[fd], entry.generation == UInt32(truncatingIfNeeded: event.data.u64 >> 32) else {
             return  // a lingering entry of a closed descriptor: one-shot, so never again
         }
+        if entry.reported {
+            // Its last readiness waits for a handler: rest until that runs (handled(token:fd:)),
+            // instead of a re-arm and a report at every pass until then.
+            entry.armed = false
+            restingCount += 1
+            entries[fd] = entry
+            return
+        }
+        entry.reported = true
         let bits = event.events
         let broken = bits & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
         let readiness = (broken || bits & EPOLLIN.rawValue != 0 ? EvBackend.readable : 0)
@@ -195,9 +251,9 @@ final class DescriptorSet {
         // needs to look: readiness of a file the number no longer names is an error alone.
         let stillNamed = failed.isEmpty || entry.file.isNamed(by: fd)
         for watcher in entry.watchers where stillNamed && watcher.events & readiness != 0 {
-            report(watcher.token, watcher.events & readiness)
+            sink.noteReady(watcher.token, watcher.events & readiness)
         }
-        for token in failed { report(token, EvBackend.failed) }
+        for token in failed { sink.noteReady(token, EvBackend.failed) }
     }
 
     /// Puts `entry` into the kernel set (`EPOLL_CTL_ADD`) or re-arms it with its current mask
@@ -205,6 +261,10 @@ final class DescriptorSet {
     /// dropped; `errno` then says why.
     private func install(_ entry: Entry, for fd: Int32, adding: Bool) -> [Int] {
         var entry = entry
+        if !entry.armed {
+            restingCount -= 1
+            entry.armed = true  // the entry is re-armed below, or dropped
+        }
         var event = epoll_event()
         event.events = entry.kernelMask
         event.data.u64 = UInt64(UInt32(bitPattern: fd)) | UInt64(entry.generation) << 32

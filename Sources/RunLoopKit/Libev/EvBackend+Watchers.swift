@@ -151,6 +151,19 @@ extension EvBackend {
         return tables.readySpare
     }
 
+    /// A descriptor's entry rests while its readiness waits for a handler (see
+    /// ``DescriptorSet``): the handler ran, so it reports again.
+    func readinessHandled(_ token: Int) {
+        guard case .descriptor(let fd, _, _) = watchers[token], let descriptors else { return }
+        for failed in descriptors.handled(token: token, fd: fd) { noteReady(failed, Self.failed) }
+    }
+
+    /// Every resting descriptor entry reports again (see ``DescriptorSet/rearmResting()``).
+    func rearmWatchers() {
+        guard let descriptors else { return }
+        for failed in descriptors.rearmResting() { noteReady(failed, Self.failed) }
+    }
+
     /// The loop's descriptor set, made and watched by libev at first use; `nil` when the
     /// process is out of descriptors.
     private func descriptorSet() -> DescriptorSet? {
@@ -179,9 +192,11 @@ extension EvBackend {
         descriptors = nil
     }
 
-    /// Notes what the descriptor set reports ready now (its `epoll_wait` never blocks).
+    /// Notes what the descriptor set reports ready now (its `epoll_wait` never blocks). Not
+    /// inlined into the poll: inlined, its rare paths cost every poll retains of their own.
+    @inline(never)
     func noteReady(from descriptors: DescriptorSet) {
-        descriptors.collect { token, events in noteReady(token, events) }
+        descriptors.collect(into: self)
     }
 
     func noteReady(_ token: Int, _ events: Int32) {

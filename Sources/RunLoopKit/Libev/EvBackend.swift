@@ -33,7 +33,7 @@ import Musl
 /// above serialise every access, and the run time's dynamic check costs per access. The rare
 /// paths (repairs, failures, signals, the libraries' loop) are `@inline(never)`, so that the
 /// wait's common path stays small and saves few registers.
-final class EvBackend: LoopWaiter {
+final class EvBackend: LoopWaiter, ReadinessSink {
     let loop: OpaquePointer
     /// Wakes the loop from other threads and from signal handlers (``SignalRouting``).
     let wake: WakeSignal
@@ -185,6 +185,8 @@ final class EvBackend: LoopWaiter {
         reasons.pointee = 0
         repeat {
             if needsRepair { repair() }
+            // No readiness of the running mode waits for a handler now, so nothing rests for one.
+            if let descriptors, descriptors.restingCount > 0 { rearmWatchers() }
             readWakeKick()
             // Requests already waiting: libev would only report them.
             if !wake.beginSleep() {

@@ -429,6 +429,67 @@ private func reservedDescriptorNumber(_ index: Int32) -> Int32 {
         #expect(!old.isValid)
     }
 
+    /// Sources on `count` pipes, each ready with one byte, each handler reading one byte.
+    private static func readyPipes(_ count: Int, _ handled: EventLog<Int>) -> ([Pipe], [EvFileDescriptorSource]) {
+        let pipes = (0..<count).map { _ in Pipe() }
+        let sources = pipes.enumerated().map { index, pipe in
+            pipe.write()
+            return try! EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { _ in
+                var byte: UInt8 = 0
+                if read(pipe.readEnd, &byte, 1) == 1 { handled.append(index) }
+            }
+        }
+        return (pipes, sources)
+    }
+
+    /// R38: descriptors ready together are handled one per iteration, and one handled while the
+    /// others wait their turn is watched again at once: new data on it is reported, even by a
+    /// loop that only polls and never sleeps.
+    @Test func aDescriptorHandledWhileOthersWaitIsWatchedAgainByALoopThatOnlyPolls() {
+        let handled = EventLog<Int>()
+        let (pipes, sources) = Self.readyPipes(3, handled)
+        defer { pipes.forEach { $0.close() } }
+        let polls = onLoopThread { loop -> Int in
+            for source in sources { loop.add(source, forMode: .default) }
+            var polls = 0
+            while handled.count < 4 && polls < 50 {
+                polls += 1
+                if loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true) == .handledSource, handled.count == 1 {
+                    pipes[handled.all[0]].write()  // the first handled is ready again
+                }
+            }
+            for source in sources { source.invalidate() }
+            return polls
+        }
+        #expect(handled.count == 4)
+        #expect(Set(handled.all) == [0, 1, 2])
+        #expect(polls <= 8)
+    }
+
+    /// A source whose readiness waited its turn leaves its mode and joins it again: that
+    /// readiness was dropped with it, and it is reported again, even to a loop that only polls.
+    @Test func readinessDroppedWithASourceThatLeftItsModeIsReportedAgain() {
+        let handled = EventLog<Int>()
+        let (pipes, sources) = Self.readyPipes(2, handled)
+        defer { pipes.forEach { $0.close() } }
+        let polls = onLoopThread { loop -> Int in
+            for source in sources { loop.add(source, forMode: .default) }
+            _ = loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true)  // one of two
+            let waiting = sources[1 - (handled.all.first ?? 0)]
+            loop.remove(waiting, forMode: .default)
+            loop.add(waiting, forMode: .default)
+            var polls = 0
+            while handled.count < 2 && polls < 50 {
+                polls += 1
+                _ = loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true)
+            }
+            for source in sources { source.invalidate() }
+            return polls
+        }
+        #expect(Set(handled.all) == [0, 1])
+        #expect(polls <= 4)
+    }
+
     /// Two sources on one descriptor, one for reading and one for writing: each sees only what it
     /// watches, and removing one leaves the other watched.
     @Test func twoSourcesOnOneDescriptorEachSeeWhatTheyWatch() throws {

@@ -128,6 +128,12 @@ import Testing
         try expectPass("quiet-wakeups-timer")
     }
 
+    /// Many descriptors ready at once cost a few `epoll_ctl`s each, not one per iteration each
+    /// waits for its turn (R38 handles one per iteration).
+    @Test func manyReadyDescriptorsCostAFewEpollCtlEach() throws {
+        try expectPass("many-ready-descriptors")
+    }
+
     /// A repeating timer's kernel timer repeats by itself: per fire one `epoll_wait` and one
     /// `read`, no `timerfd_settime` after the first.
     @Test func aRepeatingTimerIsNotReArmedEveryPeriod() throws {
