@@ -90,6 +90,7 @@ extension EvRunLoop {
         if sourceState.modes.isEmpty, state.commonSource1s[id] == nil {
             if case .signal(let signal) = core.kind { SignalOwnership.release(signal, for: self) }
             sourceState.loop = nil
+            if sourceState.pendingEvents != 0 { state.watches.droppedReadiness = true }
             sourceState.pendingEvents = 0
             state.source1s.removeValue(forKey: id)
             state.readySource1s.removeValue(forKey: id)

@@ -10,6 +10,9 @@
 struct WatchSet {
     /// The mode the started watchers belong to; `nil` forces a resync.
     var syncedMode: EvRunLoop.Mode?
+    /// A source left its last mode with readiness not yet handled, which went with it: the
+    /// next resync has the watchers report again what is ready (``LoopWaiter/rearmWatchers()``).
+    var droppedReadiness = false
     private var tables: Tables?
 
     /// `@unchecked Sendable`: used only under the owning loop's lock, like the set.
@@ -73,7 +76,10 @@ extension EvRunLoop {
         }
         state.watches.syncedMode = mode
         notePassViewChanged()  // runs of other modes now find theirs out of step
-        waiter.rearmWatchers()
+        if state.watches.droppedReadiness {
+            state.watches.droppedReadiness = false
+            waiter.rearmWatchers()
+        }
     }
 
     /// Starts the watchers of signal sources at once (loop thread), so a signal sent right after

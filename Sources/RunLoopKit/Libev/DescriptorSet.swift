@@ -179,8 +179,8 @@ final class DescriptorSet {
     }
 
     /// Re-arms every resting entry and forgets what was reported: before a sleep, when no
-    /// readiness of the running mode's sources waits for a handler, and when the watched sources
-    /// changed, which may have dropped readiness that waited (a source left its modes).
+    /// readiness of the running mode's sources waits for a handler, and when a source that left
+    /// its modes dropped readiness that waited (it may have joined again meanwhile).
     func rearmResting() -> [Int] {
         var failed: [Int] = []
         for (fd, entry) in entries where entry.reported || !entry.armed {

@@ -66,8 +66,8 @@ protocol LoopWaiter: AnyObject {
     /// The handler of `token`'s source ran with the readiness taken: a watcher that stopped
     /// reporting while that readiness waited (a descriptor's) reports again.
     func readinessHandled(_ token: Int)
-    /// The sources watched changed, and readiness that waited for a handler may be gone with
-    /// them (a source left its modes): every watcher reports again what is ready.
+    /// Readiness that waited for a handler went with a source that left its modes: every
+    /// watcher reports again what is ready.
     func rearmWatchers()
     /// Routes a Unix signal to this loop from now on, or stops (any thread).
     func route(_ signal: Int32)
