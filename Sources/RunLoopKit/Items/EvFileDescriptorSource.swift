@@ -13,11 +13,11 @@ import Musl
 /// the handler is called once with ``Readiness/error`` and the source invalidates itself, so
 /// the loop never spins on a dead descriptor.
 ///
-/// The source remembers which file its descriptor named when it was made (the kernel tells it;
-/// see ``FileIdentity``). If the number is closed and reused for another file (the next
-/// connection's socket, another eventfd), the old source never reports readiness of the new
-/// file: it gets ``Readiness/error`` alone, once, and invalidates itself, while a new source on
-/// the reused number watches the new file. On ``Readiness/error`` a handler must leave the
+/// The source remembers which file its descriptor named when it was made (the kernel tells it,
+/// through an epoll set of the process that is never waited on). If the number is closed and
+/// reused for another file (the next connection's socket, another eventfd), the old source never
+/// reports readiness of the new file: it gets ``Readiness/error`` alone, once, and invalidates
+/// itself, while a new source on the reused number watches the new file. On ``Readiness/error`` a handler must leave the
 /// number alone: it may name another file already. A number that names the same open file
 /// again (a `dup` of it put back) is watched as that file; for a regular file, so is the same
 /// path opened again. A regular file, which epoll cannot watch, is always ready, until it is
