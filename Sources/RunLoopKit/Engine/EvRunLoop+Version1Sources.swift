@@ -166,10 +166,12 @@ extension EvRunLoop {
             Callout.libevSource(on: self)
             return true
         }
+        // Taken now, before the callout: readiness that comes while it runs (a nested run, say)
+        // is new, and reported.
+        if let token { waiter.readinessTaken(token) }
         if Callout.version1Source(core, events, on: self) {
             state.withLock { state in markReady(core, events: events, &state) }
         }
-        if let token { waiter.readinessHandled(token) }
         return true
     }
 }

@@ -62,13 +62,33 @@ final class DescriptorSet {
         var file: FileIdentity
         /// `EPERM` from epoll: not in the kernel set, ready at once.
         var alwaysReady = false
-        /// Its readiness was handed on and its watchers' handlers have not run since (see
-        /// ``handled(token:fd:)``): a report meanwhile would tell the loop nothing new.
-        var reported = false
-        /// Re-armed since its last report, so the kernel reports it again. A report that comes
-        /// while ``reported`` is not re-armed: the entry rests, and the kernel, which would
-        /// report it at every look until its handler runs, looks no more.
+        /// Bit `i`: the readiness of `watchers[i]` was handed on and not yet taken for its
+        /// handler (see ``taken(token:fd:)``), so a report for it meanwhile tells the loop
+        /// nothing new. Only the first 32 watchers have a bit; the others are always told.
+        var pending: UInt32 = 0
+        /// Re-armed since its last report, so the kernel reports it again. A report that finds
+        /// every watcher it is for pending is not re-armed: the entry rests, and the kernel,
+        /// which would report it at every look until a handler takes it, looks no more.
         var armed = true
+
+        /// The bits of the watchers `readiness` is for (see ``pending``); all ones when one of
+        /// them has no bit, and such a report never rests.
+        func watchers(readyFor readiness: Int32) -> UInt32 {
+            var mask: UInt32 = 0
+            for (index, watcher) in watchers.enumerated() where watcher.events & readiness != 0 {
+                guard index < 32 else { return .max }
+                mask |= 1 << UInt32(index)
+            }
+            return mask
+        }
+
+        /// Clears the pending bit of the watcher at `index`, which leaves: the bits above it move
+        /// down with their watchers.
+        mutating func forgetWatcher(at index: Int) {
+            guard index < 32 else { return }
+            let below = pending & ((1 << UInt32(index)) &- 1)
+            pending = below | (index < 31 ? (pending >> (UInt32(index) + 1)) << UInt32(index) : 0)
+        }
 
         var kernelMask: UInt32 {
             let wanted = watchers.reduce(0) { $0 | $1.events }
@@ -114,7 +134,6 @@ final class DescriptorSet {
         if var entry = entries[fd] {
             if entry.file.isNamed(by: fd) {
                 entry.watchers.append((token, events))
-                entry.reported = false  // the next report reaches the new watcher too
                 if entry.alwaysReady {
                     entries[fd] = entry
                     return []
@@ -154,6 +173,7 @@ final class DescriptorSet {
     func remove(token: Int, fd: Int32) -> [Int] {
         guard var entry = entries[fd], let index = entry.watchers.firstIndex(where: { $0.token == token }) else { return [] }
         entry.watchers.remove(at: index)
+        entry.forgetWatcher(at: index)
         if !entry.watchers.isEmpty {
             if entry.alwaysReady {
                 entries[fd] = entry
@@ -165,12 +185,13 @@ final class DescriptorSet {
         return []
     }
 
-    /// The handler of `token`, a watcher of `fd`, ran: the entry reports again from now on,
-    /// re-armed if it rests. Returns the tokens of watchers whose re-arm showed their descriptor
-    /// closed, each to be reported failed.
-    func handled(token: Int, fd: Int32) -> [Int] {
-        guard var entry = entries[fd], entry.reported || !entry.armed, entry.watchers.contains(where: { $0.token == token }) else { return [] }
-        entry.reported = false
+    /// The readiness of `token`, a watcher of `fd`, was taken for its handler, about to run: the
+    /// entry reports for it again from now on, re-armed if it rests. Returns the tokens of
+    /// watchers whose re-arm showed their descriptor closed, each to be reported failed.
+    func taken(token: Int, fd: Int32) -> [Int] {
+        guard var entry = entries[fd], entry.pending != 0 || !entry.armed,
+            let index = entry.watchers.firstIndex(where: { $0.token == token }) else { return [] }
+        if index < 32 { entry.pending &= ~(1 << UInt32(index)) }
         if entry.armed {
             entries[fd] = entry
             return []
@@ -183,9 +204,9 @@ final class DescriptorSet {
     /// its modes dropped readiness that waited (it may have joined again meanwhile).
     func rearmResting() -> [Int] {
         var failed: [Int] = []
-        for (fd, entry) in entries where entry.reported || !entry.armed {
+        for (fd, entry) in entries where entry.pending != 0 || !entry.armed {
             var entry = entry
-            entry.reported = false
+            entry.pending = 0
             if entry.armed {
                 entries[fd] = entry
             } else {
@@ -199,10 +220,9 @@ final class DescriptorSet {
     /// the descriptors became ready), then the always-ready ones. Re-arms each reported entry. One
     /// batch at most: an entry re-armed while still ready is reported again by the next call,
     /// and the set's descriptor stays readable while more wait. An entry reported again before
-    /// its handler ran is not handed on again but rests (see ``Entry/armed``): with many
+    /// its handler took it is not handed on again but rests (see ``Entry/armed``): with many
     /// descriptors ready, each costs one re-arm per handling, not one per pass. `sink` gets each
-    /// watcher's token and readiness, one by one: no poll allocates. `report` gets each watcher's
-    /// token and readiness; handed over one by one, not in an array, so that no poll allocates.
+    /// watcher's token and readiness, one by one: no poll allocates.
     func collect<Sink: ReadinessSink>(into sink: Sink) {
         // The one epoll_wait outside libev, and it never blocks (timeout 0): libev waits on the
         // set's descriptor, and this reads the set it reported (the type says why the set exists).
@@ -233,19 +253,20 @@ final class DescriptorSet {
         guard var entry = entries[fd], entry.generation == UInt32(truncatingIfNeeded: event.data.u64 >> 32) else {
             return  // a lingering entry of a closed descriptor: one-shot, so never again
         }
-        if entry.reported {
-            // Its last readiness waits for a handler: rest until that runs (handled(token:fd:)),
-            // instead of a re-arm and a report at every pass until then.
+        let bits = event.events
+        let broken = bits & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
+        let readiness = (broken || bits & EPOLLIN.rawValue != 0 ? EvBackend.readable : 0)
+            | (broken || bits & EPOLLOUT.rawValue != 0 ? EvBackend.writable : 0)
+        let told = entry.watchers(readyFor: readiness)
+        if told != .max && told & ~entry.pending == 0 {
+            // Every watcher it is for waits for its handler: rest until one's readiness is taken
+            // (taken(token:fd:)), instead of a re-arm and a report at every pass until then.
             entry.armed = false
             restingCount += 1
             entries[fd] = entry
             return
         }
-        entry.reported = true
-        let bits = event.events
-        let broken = bits & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
-        let readiness = (broken || bits & EPOLLIN.rawValue != 0 ? EvBackend.readable : 0)
-            | (broken || bits & EPOLLOUT.rawValue != 0 ? EvBackend.writable : 0)
+        if told != .max { entry.pending |= told }
         let failed = install(entry, for: fd, adding: false)
         // A re-arm succeeds only while `fd` still names the registered file, so only a failed one
         // needs to look: readiness of a file the number no longer names is an error alone.

@@ -152,10 +152,10 @@ extension EvBackend {
     }
 
     /// A descriptor's entry rests while its readiness waits for a handler (see
-    /// ``DescriptorSet``): the handler ran, so it reports again.
-    func readinessHandled(_ token: Int) {
+    /// ``DescriptorSet``): the handler is about to run, so it reports again.
+    func readinessTaken(_ token: Int) {
         guard case .descriptor(let fd, _, _) = watchers[token], let descriptors else { return }
-        for failed in descriptors.handled(token: token, fd: fd) { noteReady(failed, Self.failed) }
+        for failed in descriptors.taken(token: token, fd: fd) { noteReady(failed, Self.failed) }
     }
 
     /// Every resting descriptor entry reports again (see ``DescriptorSet/rearmResting()``).

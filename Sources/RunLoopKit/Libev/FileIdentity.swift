@@ -8,11 +8,11 @@ import Musl
 /// Which file a descriptor named when a source was made for it, so that a number closed and
 /// reused for another file is told from that file.
 ///
-/// A file epoll can watch (a pipe, a socket, an eventfd, a timerfd…) is told by the kernel
-/// itself, through ``FileRegister``: device and inode alone cannot, since every eventfd,
-/// timerfd, signalfd and epoll set shares one inode. A file epoll refuses (a regular file, a
-/// directory) is told by its device and inode, so the same path opened again counts as the
-/// same file there.
+/// Every file is told by its device and inode, and a file epoll can watch (a pipe, a socket,
+/// an eventfd, a timerfd…) by the kernel as well, through ``FileRegister``: device and inode
+/// alone cannot tell two eventfds apart, since every eventfd, timerfd, signalfd and epoll set
+/// shares one inode. For a file epoll refuses (a regular file, a directory), the same path
+/// opened again counts as the same file.
 struct FileIdentity: Sendable, Equatable {
     let device: UInt64
     let inode: UInt64
@@ -29,12 +29,15 @@ struct FileIdentity: Sendable, Equatable {
         registration = FileRegister.enter(fd)
     }
 
-    /// Whether `fd` names this file now (a system call: made when a watch starts, when a
-    /// re-arm fails and for each report of an always-ready descriptor, never per event).
+    /// Whether `fd` names this file now (one or two system calls: made when a watch starts,
+    /// when a re-arm fails and for each report of an always-ready descriptor, never per event).
     func isNamed(by fd: Int32) -> Bool {
-        if registration != 0 { return FileRegister.holds(fd, registration) }
+        // Both: the register tells two eventfds apart, device and inode two pipes the register
+        // would take for one (a file that stayed open elsewhere put back under its old number
+        // after another was entered there, see FileRegister).
         var status = stat()
-        return fstat(fd, &status) == 0 && UInt64(status.st_dev) == device && UInt64(status.st_ino) == inode
+        guard fstat(fd, &status) == 0, UInt64(status.st_dev) == device, UInt64(status.st_ino) == inode else { return false }
+        return registration == 0 || FileRegister.holds(fd, registration)
     }
 }
 

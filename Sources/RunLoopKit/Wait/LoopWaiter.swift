@@ -63,9 +63,9 @@ protocol LoopWaiter: AnyObject {
     var hasReady: Bool { get }
     /// The watchers that fired since the last call, with what fired.
     func takeReady() -> [(token: Int, events: Int32)]
-    /// The handler of `token`'s source ran with the readiness taken: a watcher that stopped
-    /// reporting while that readiness waited (a descriptor's) reports again.
-    func readinessHandled(_ token: Int)
+    /// The engine took `token`'s readiness for its source's handler, about to run: a watcher
+    /// that stopped reporting while that readiness waited (a descriptor's) reports again.
+    func readinessTaken(_ token: Int)
     /// Readiness that waited for a handler went with a source that left its modes: every
     /// watcher reports again what is ready.
     func rearmWatchers()

@@ -490,6 +490,118 @@ private func reservedDescriptorNumber(_ index: Int32) -> Int32 {
         #expect(polls <= 4)
     }
 
+    /// A source made for a pipe Y at a number whose earlier file X stays open elsewhere: Y is
+    /// closed and X put back under the number ("save, redirect, restore"). The source is Y's:
+    /// X's readiness reaches it as `.error`, never as readiness.
+    @Test func aFilePutBackUnderItsNumberIsNotTheFileMadeForInBetween() throws {
+        let number = reservedDescriptorNumber(10)
+        let x = Pipe(readEndAt: number)
+        _ = try EvFileDescriptorSource(fileDescriptor: number, events: .readable) { _ in }  // enters X
+        let keptX = dup(number)
+        let y = Pipe(readEndAt: number)
+        let events = EventLog<EvFileDescriptorSource.Readiness>()
+        let madeForY = try EvFileDescriptorSource(fileDescriptor: number, events: .readable) { events.append($0) }
+        close(number)
+        close(y.writeEnd)
+        precondition(dup2(keptX, number) == number)
+        close(keptX)
+        defer { x.close() }
+        x.write()
+        let result = onLoopThread { loop -> EvRunLoop.RunResult in
+            loop.add(madeForY, forMode: .default)
+            return loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+        }
+        #expect(result == .handledSource)
+        #expect(events.all == [.error])
+    }
+
+    /// A connected socket whose send buffer is full, and a non-blocking one.
+    private static func socketWithFullSendBuffer() -> (socket: Int32, peer: Int32) {
+        var pair: [Int32] = [0, 0]
+        precondition(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        for fd in pair { _ = fcntl(fd, F_SETFL, O_NONBLOCK) }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while write(pair[0], &buffer, buffer.count) > 0 {}
+        return (pair[0], pair[1])
+    }
+
+    /// Drains what `fd` holds.
+    private static func drain(_ fd: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while read(fd, &buffer, buffer.count) > 0 {}
+    }
+
+    /// A reading and a writing source on one socket. The socket turns writable while the
+    /// reading one's handler runs, and that handler polls the same mode, as a nested run: the
+    /// writing source is told, though the reading one's readiness has not finished handling.
+    @Test func aSecondSourceOnADescriptorIsToldWhileTheFirstsHandlerRuns() throws {
+        let (socket, peer) = Self.socketWithFullSendBuffer()
+        defer { close(socket); close(peer) }
+        let writable = EventLog<EvFileDescriptorSource.Readiness>()
+        let writing = try EvFileDescriptorSource(fileDescriptor: socket, events: .writable) { writable.append($0) }
+        let nestedPolls = Box(0)
+        let reading = try EvFileDescriptorSource(fileDescriptor: socket, events: .readable) { _ in
+            Self.drain(socket)
+            Self.drain(peer)  // room in the socket's send buffer: it is writable now
+            let loop = EvRunLoop.current
+            while writable.count == 0 && nestedPolls.get < 50 {
+                nestedPolls.set(nestedPolls.get + 1)
+                _ = loop.run(mode: .default, timeout: .zero)
+            }
+        }
+        var ping: UInt8 = 1
+        precondition(write(peer, &ping, 1) == 1)
+        let result = onLoopThread { loop -> EvRunLoop.RunResult in
+            loop.add(writing, forMode: .default)
+            loop.add(reading, forMode: .default)
+            let result = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            writing.invalidate()
+            reading.invalidate()
+            return result
+        }
+        #expect(result == .handledSource)
+        #expect(writable.all.first == .writable)
+        #expect(nestedPolls.get <= 2)
+    }
+
+    /// Readiness of a reading source waits for its turn in mode `a` when the loop switches to
+    /// mode `b`, where only the writing source on the same socket is: in `b` the socket turns
+    /// writable and the writing source is told, even by a loop that only polls.
+    @Test func aSourceIsToldInAnotherModeWhileTheReadinessOfItsNeighbourWaits() throws {
+        let (socket, peer) = Self.socketWithFullSendBuffer()
+        defer { close(socket); close(peer) }
+        let first = Pipe()
+        defer { first.close() }
+        let log = EventLog<String>()
+        let early = try EvFileDescriptorSource(fileDescriptor: first.readEnd, events: .readable) { _ in
+            log.append("early")
+            first.drain()
+        }
+        let reading = try EvFileDescriptorSource(fileDescriptor: socket, events: .readable) { _ in log.append("reading") }
+        let writing = try EvFileDescriptorSource(fileDescriptor: socket, events: .writable) { _ in log.append("writing") }
+        let polls = onLoopThread { loop -> Int in
+            let a = EvRunLoop.Mode("a"), b = EvRunLoop.Mode("b")
+            for source in [early, reading, writing] { loop.add(source, forMode: a) }
+            loop.add(writing, forMode: b)
+            _ = loop.run(mode: a, timeout: .zero)  // watched now
+            first.write()
+            var ping: UInt8 = 1
+            precondition(write(peer, &ping, 1) == 1)
+            _ = loop.run(mode: a, timeout: .zero, returnAfterSourceHandled: true)  // `early`; `reading` waits
+            Self.drain(peer)  // the socket is writable now
+            var polls = 0
+            while !log.all.contains("writing") && polls < 50 {
+                polls += 1
+                _ = loop.run(mode: b, timeout: .zero)
+            }
+            for source in [early, reading, writing] { source.invalidate() }
+            return polls
+        }
+        #expect(log.all.prefix(1) == ["early"])
+        #expect(log.all.contains("writing"))
+        #expect(polls <= 2)
+    }
+
     /// Two sources on one descriptor, one for reading and one for writing: each sees only what it
     /// watches, and removing one leaves the other watched.
     @Test func twoSourcesOnOneDescriptorEachSeeWhatTheyWatch() throws {
