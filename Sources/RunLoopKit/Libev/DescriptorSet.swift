@@ -132,7 +132,8 @@ final class DescriptorSet {
         guard file.isNamed(by: fd) else { return [token] }
         var failed: [Int] = []
         if var entry = entries[fd] {
-            if entry.file.isNamed(by: fd) {
+            // The same file as the new source's (the usual case) was just looked at.
+            if entry.file == file || entry.file.isNamed(by: fd) {
                 entry.watchers.append((token, events))
                 if entry.alwaysReady {
                     entries[fd] = entry
