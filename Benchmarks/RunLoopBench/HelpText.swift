@@ -204,6 +204,15 @@ enum HelpText {
                                    invalidate costs O(the timer's modes); a quadratic one \
                                    (3.2 s for a timer in 1e5 modes) reads about 100. The \
                                    gate bounds RunLoopKit's value.
+          instructions.ready-descriptors.<N>   one readiness handled among N = 10, \
+                                   1e3 pipes ready at once (never drained), on the loop's \
+                                   thread: RunLoopKit handles one per iteration (R38, \
+                                   one run with returnAfterSourceHandled), raw libev all \
+                                   of them per ev_run(EVRUN_ONCE)
+          instructions.ready-descriptors.growth   per readiness at 1e3 ÷ at 10: near 1 \
+                                   while the next ready source is found in O(1); a \
+                                   version-1 step that looked at every ready source grew \
+                                   with N. The gate bounds RunLoopKit's value.
 
         stallmonitor: what an EvStallMonitor costs (RunLoopKit only: CF and libev \
         have none, "—"). Busy: a loop whose source signals itself runs 200,000 \
@@ -237,7 +246,7 @@ enum HelpText {
         (subject: runloopkit unless the file says otherwise) must stay ≤ max, or ≥ \
         min; a limit without "against" bounds the subject's own value of a figure \
         that is itself a ratio from this run (instructions.blocks-step.cliff, \
-        instructions.timer-modes.growth). \
+        instructions.timer-modes.growth, instructions.ready-descriptors.growth). \
         Ratios, never absolute times: CI machines are shared and noisy. A \
         failing comparison is re-measured (its scenario runs again) up to --retries \
         times; the gate fails only if it never passes, prints which limit failed and \

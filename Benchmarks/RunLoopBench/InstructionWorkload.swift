@@ -40,6 +40,9 @@ enum InstructionOperation: String, CaseIterable, Codable, Sendable {
     /// One timer added to each of `population` modes and invalidated, per mode (see
     /// `TimerModesWorkload`).
     case timerModes = "timer-modes"
+    /// One readiness handled among `population` descriptors ready at once (see
+    /// `ReadyDescriptorsWorkload`).
+    case readyDescriptors = "ready-descriptors"
 
     /// Who has an equivalent of the operation.
     var backends: [BackendID] {
@@ -47,7 +50,7 @@ enum InstructionOperation: String, CaseIterable, Codable, Sendable {
         case .wakeup, .perform: [.runloopkit, .libev, .cf, .nio, .dispatch]
         case .actorhop: [.runloopkit, .nio, .dispatch]
         case .wakeupTimer, .timerFire, .timerAdd, .timerCancel, .modeswitch: [.runloopkit, .libev, .cf]
-        case .wakeupDescriptor: [.runloopkit, .libev]
+        case .wakeupDescriptor, .readyDescriptors: [.runloopkit, .libev]
         case .wakeupPhaseWatchers: [.libev]
         case .blocksStep, .timerModes: [.runloopkit, .cf]
         }
@@ -64,7 +67,8 @@ struct InstructionWorkload {
     var operation: InstructionOperation
     var backend: BackendID
     var count: Int
-    /// Timers already in the mode (timer-add, timer-cancel).
+    /// Timers already in the mode (timer-add, timer-cancel); blocks for another mode
+    /// (blocks-step); modes (timer-modes); descriptors ready at once (ready-descriptors).
     var population: Int
     var warmup = 50
     /// Before each wake-up and hop: long enough that the loop is asleep again, even under valgrind.
@@ -90,6 +94,8 @@ struct InstructionWorkload {
         case .timerModes:
             let workload = TimerModesWorkload(modes: population, count: count)
             BenchThread.run { workload.run(on: backend) }
+        case .readyDescriptors:
+            BenchThread.run { ReadyDescriptorsWorkload.run(backend: backend, descriptors: population, count: count) }
         case .modeswitch:
             let backend = Self.backend(backend)
             BenchThread.run {

@@ -35,6 +35,11 @@ struct InstructionsScenario {
     static let modeCounts = [100, 10_000]
     /// The ratio figure of timer-modes: per mode at 1e4 modes ÷ at 1e2.
     static let modesGrowthID = "instructions.timer-modes.growth"
+    /// How many descriptors are ready at once (ready-descriptors; the growth figure is the
+    /// ratio of the two).
+    static let readyCounts = [10, 1000]
+    /// The ratio figure of ready-descriptors: per readiness among 1e3 ÷ among 10.
+    static let readyGrowthID = "instructions.ready-descriptors.growth"
 
     /// The populations `operation` is counted at (0: no population).
     private static func populations(_ operation: InstructionOperation) -> [Int] {
@@ -42,6 +47,7 @@ struct InstructionsScenario {
         case .timerAdd, .timerCancel: populations
         case .blocksStep: blockPopulations
         case .timerModes: modeCounts
+        case .readyDescriptors: readyCounts
         default: [0]
         }
     }
@@ -107,7 +113,8 @@ struct InstructionsScenario {
                 // The cliff ratio needs both blocks-step figures.
                 let cliff = operation == .blocksStep ? onlyFigures?[Self.blocksCliffID] ?? [] : []
                 // And the growth ratio both timer-modes figures.
-                let growth = operation == .timerModes ? onlyFigures?[Self.modesGrowthID] ?? [] : []
+                let growth = operation == .timerModes ? onlyFigures?[Self.modesGrowthID] ?? []
+                    : operation == .readyDescriptors ? onlyFigures?[Self.readyGrowthID] ?? [] : []
                 let wanted = onlyFigures.map { ($0[id] ?? []).union(cliff).union(growth) } ?? backends
                 for backend in operation.backends where backends.contains(backend) && wanted.contains(backend) {
                     if !includingImpossible, operation == .timerModes, backend == .cf,
@@ -124,7 +131,7 @@ struct InstructionsScenario {
     var expectedSeconds: Double {
         jobs().reduce(0.0) { sum, job in
             let seconds: Double = switch job.operation {
-            case .blocksStep, .timerModes: 7
+            case .blocksStep, .timerModes, .readyDescriptors: 7
             case .timerAdd, .timerCancel, .timerFire: 3.5
             default: 2.3
             }
@@ -144,8 +151,11 @@ struct InstructionsScenario {
         case .timerAdd, .timerCancel: job.population >= 100_000 ? 200 : 40
         // About 4,000 mode joins in the short length, whatever the number of modes.
         case .timerModes: max(4000 / job.population, 1)
+        // Whole rounds of the ready descriptors: libev handles them all per iteration.
+        case .readyDescriptors: max(200, job.population)
         }
-        let short = job.operation == .timerModes ? n : quick ? max(n / 4, min(n, 10)) : n
+        let short = job.operation == .timerModes || job.operation == .readyDescriptors ? n
+            : quick ? max(n / 4, min(n, 10)) : n
         return (short, 5 * short)
     }
 
@@ -242,6 +252,7 @@ struct InstructionsScenario {
         .modeswitch: "instructions per nested mode switch",
         .blocksStep: "instructions per one-pass run with a block",
         .timerModes: "instructions per mode, a timer added to each mode, then invalidated:",
+        .readyDescriptors: "instructions per handled readiness",
     ]
 
     private static let goals: [InstructionOperation: Goal] = [
@@ -258,6 +269,7 @@ struct InstructionsScenario {
             for population in Self.populations(operation) {
                 let among = operation == .blocksStep ? ", behind 200k blocks for another mode"
                     : operation == .timerModes ? " M = \(TimerScalingScenario.label(population))"
+                    : operation == .readyDescriptors ? ", \(population) descriptors ready"
                     : " among \(TimerScalingScenario.label(population))"
                 var figure = Figure(
                     id: Self.figureID(operation, population), scenario: "instructions",
@@ -285,6 +297,7 @@ struct InstructionsScenario {
         }
         if !cliff.values.isEmpty { figures.append(cliff) }
         if let growth = modesGrowth(results) { figures.append(growth) }
+        if let growth = readyGrowth(results) { figures.append(growth) }
         return figures
     }
 
@@ -300,6 +313,23 @@ struct InstructionsScenario {
         for backend in InstructionOperation.timerModes.backends {
             if let atHigh = results[Job(operation: .timerModes, backend: backend, population: high)],
                let atLow = results[Job(operation: .timerModes, backend: backend, population: low)], atLow > 0 {
+                figure.values[backend] = atHigh / atLow
+            }
+        }
+        return figure.values.isEmpty ? nil : figure
+    }
+
+    /// `instructions.ready-descriptors.growth`: per handled readiness with the most descriptors
+    /// ready ÷ with the fewest, per backend. Near 1 while the next ready source is found in O(1).
+    private func readyGrowth(_ results: [Job: Double]) -> Figure? {
+        guard let low = Self.readyCounts.first, let high = Self.readyCounts.last else { return nil }
+        var figure = Figure(
+            id: Self.readyGrowthID, scenario: "instructions",
+            label: "instructions per handled readiness, \(high) descriptors ready ÷ \(low)",
+            unit: "×", better: .lower, goal: .atMost(1.5))
+        for backend in InstructionOperation.readyDescriptors.backends {
+            if let atHigh = results[Job(operation: .readyDescriptors, backend: backend, population: high)],
+               let atLow = results[Job(operation: .readyDescriptors, backend: backend, population: low)], atLow > 0 {
                 figure.values[backend] = atHigh / atLow
             }
         }

@@ -247,7 +247,7 @@ struct BlockQueue {
 extension Collection {
     /// The first index whose element satisfies `belongs`, which must be false for a prefix of
     /// the collection and true for the rest (a binary search).
-    fileprivate func partitioningIndex(where belongs: (Element) -> Bool) -> Index {
+    func partitioningIndex(where belongs: (Element) -> Bool) -> Index {
         var low = startIndex
         var count = self.count
         while count > 0 {

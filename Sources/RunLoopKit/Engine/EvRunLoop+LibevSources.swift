@@ -21,7 +21,7 @@ extension EvRunLoop {
     /// lock held.
     func takeLibevReadiness(_ state: inout LoopState) {
         state.libevReadySequence = 0
-        if state.readySource1s.isEmpty { clearHint(Hint.readySource1s) }
+        if state.readySource1Count == 0 { clearHint(Hint.readySource1s) }
     }
 
     /// An ``EvLibevSource`` leaves this loop for good (invalidated, or the teardown; loop's

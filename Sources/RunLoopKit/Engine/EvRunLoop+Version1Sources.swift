@@ -71,7 +71,12 @@ extension EvRunLoop {
             }
             state.watches.syncedMode = nil
             notePassViewChanged()
-            if core.hasPendingWork() { markReady(core, events: ReadinessBits.readable, &state, &sourceState) }
+            if sourceState.pendingEvents != 0 {
+                // Ready already: it joins the new modes' queues at its own turn (R38).
+                for mode in joining { enqueueReady(core, sourceState.readySequence, in: state.modeState(mode), &state) }
+            } else if core.hasPendingWork() {
+                markReady(core, events: ReadinessBits.readable, &state, &sourceState)
+            }
         }
     }
 
@@ -87,19 +92,28 @@ extension EvRunLoop {
         }
         state.watches.syncedMode = nil
         notePassViewChanged()
-        if sourceState.modes.isEmpty, state.commonSource1s[id] == nil {
-            if case .signal(let signal) = core.kind { SignalOwnership.release(signal, for: self) }
-            sourceState.loop = nil
-            if sourceState.pendingEvents != 0 { state.watches.droppedReadiness = true }
-            sourceState.pendingEvents = 0
-            state.source1s.removeValue(forKey: id)
-            state.readySource1s.removeValue(forKey: id)
-        }
+        unbindIfUnscheduled(core, &state, &sourceState)
     }
 
     func detachEverywhere(_ core: EvSource1Core, _ state: inout LoopState, _ sourceState: inout Source1State) {
         state.commonSource1s.removeValue(forKey: ObjectIdentifier(core))
         detach(core, from: sourceState.modes, &state, &sourceState)
+        // A common source out of every mode was bound by its common membership alone.
+        unbindIfUnscheduled(core, &state, &sourceState)
+    }
+
+    /// A source in no mode and not common leaves the loop, with its readiness (R37).
+    private func unbindIfUnscheduled(_ core: EvSource1Core, _ state: inout LoopState, _ sourceState: inout Source1State) {
+        let id = ObjectIdentifier(core)
+        guard sourceState.loop === self, sourceState.modes.isEmpty, state.commonSource1s[id] == nil else { return }
+        if case .signal(let signal) = core.kind { SignalOwnership.release(signal, for: self) }
+        sourceState.loop = nil
+        if sourceState.pendingEvents != 0 {
+            state.watches.droppedReadiness = true
+            sourceState.pendingEvents = 0
+            noteReadinessTaken(&state)
+        }
+        state.source1s.removeValue(forKey: id)
     }
 
     /// Records readiness of a bound source and wakes the loop (any thread; a port's send).
@@ -117,24 +131,49 @@ extension EvRunLoop {
 
     private func markReady(_ core: EvSource1Core, events: Int32, _ state: inout LoopState, _ sourceState: inout Source1State) {
         guard sourceState.isValid else { return }
-        if sourceState.pendingEvents == 0 {
-            state.readySequence &+= 1
-            sourceState.readySequence = state.readySequence
-        }
+        let wasReady = sourceState.pendingEvents != 0
         sourceState.pendingEvents |= events
-        state.readySource1s[ObjectIdentifier(core)] = core
+        guard !wasReady else { return }
+        state.readySequence &+= 1
+        sourceState.readySequence = state.readySequence
+        state.readySource1Count += 1
+        for mode in sourceState.modes {
+            if let modeState = state.existingModeState(mode) { enqueueReady(core, sourceState.readySequence, in: modeState, &state) }
+        }
         setHint(Hint.readySource1s)
+    }
+
+    /// Puts `core`, ready under `sequence`, in `modeState`'s queue. The caller holds `core`'s
+    /// lock, so its own entries are told live by `sequence` alone.
+    private func enqueueReady(_ core: EvSource1Core, _ sequence: UInt64, in modeState: ModeState, _ state: inout LoopState) {
+        let mode = modeState.mode
+        modeState.readySources.append(core, sequence: sequence, readyCount: state.readySource1Count) { other, otherSequence in
+            other === core ? otherSequence == sequence : isReady(other, otherSequence, in: mode)
+        }
+    }
+
+    /// Whether a ready-queue entry still stands: `core` is bound here, in `mode`, and ready
+    /// under `sequence`, not handled since. Loop's lock held, `core`'s not.
+    private func isReady(_ core: EvSource1Core, _ sequence: UInt64, in mode: Mode) -> Bool {
+        core.state.withLock { $0.loop === self && $0.pendingEvents != 0 && $0.readySequence == sequence && $0.modes.contains(mode) }
+    }
+
+    /// A ready source was handled or left: with none left, the passes stop looking.
+    private func noteReadinessTaken(_ state: inout LoopState) {
+        state.readySource1Count -= 1
+        if state.readySource1Count == 0 && state.libevReadySequence == 0 { clearHint(Hint.readySource1s) }
     }
 
     /// Whether a version-1 source of `mode` is ready, so the next wait must not block.
     @inline(__always)
     func hasReadySource1(_ run: RunContext, _ state: inout LoopState) -> Bool {
-        hasHint(Hint.readySource1s) && hasReadySource1(in: run.mode, &state)
+        hasHint(Hint.readySource1s) && hasReadySource1(in: run.modeState, &state)
     }
 
-    private func hasReadySource1(in mode: Mode, _ state: inout LoopState) -> Bool {
-        libevSourcesReady(in: mode, &state)
-            || state.readySource1s.values.contains { core in core.state.withLock { $0.modes.contains(mode) } }
+    private func hasReadySource1(in modeState: ModeState, _ state: inout LoopState) -> Bool {
+        let mode = modeState.mode
+        return libevSourcesReady(in: mode, &state)
+            || modeState.readySources.first { isReady($0, $1, in: mode) } != nil
     }
 
     /// R38: handles at most one ready version-1 source of `mode`, the one ready longest (the
@@ -142,23 +181,20 @@ extension EvRunLoop {
     func handleOneVersion1Source(_ run: RunContext) -> Bool {
         guard hasHint(Hint.readySource1s) else { return false }
         let mode = run.mode
+        let queue = run.modeState
         let picked: (EvSource1Core, Int32, token: Int?)?? = state.withLock { state in
-            var best: (core: EvSource1Core, sequence: UInt64)?
-            for core in state.readySource1s.values {
-                let sequence: UInt64? = core.state.withLock { $0.isValid && $0.modes.contains(mode) ? $0.readySequence : nil }
-                if let sequence, sequence < best?.sequence ?? .max { best = (core, sequence) }
-            }
-            if libevSourcesReady(in: mode, &state), state.libevReadySequence < best?.sequence ?? .max {
+            let first = queue.readySources.first { isReady($0, $1, in: mode) }
+            if libevSourcesReady(in: mode, &state), state.libevReadySequence < first?.sequence ?? .max {
                 takeLibevReadiness(&state)
                 return .some(nil)
             }
-            guard let core = best?.core else { return nil }
-            state.readySource1s.removeValue(forKey: ObjectIdentifier(core))
-            if state.readySource1s.isEmpty && state.libevReadySequence == 0 { clearHint(Hint.readySource1s) }
+            guard let core = first?.core else { return nil }
+            queue.readySources.removeFirst()
             let events = core.state.withLock { sourceState in
                 defer { sourceState.pendingEvents = 0 }
                 return sourceState.pendingEvents
             }
+            noteReadinessTaken(&state)
             return (core, events, state.watches.tokens[ObjectIdentifier(core)])
         }
         guard let picked else { return false }

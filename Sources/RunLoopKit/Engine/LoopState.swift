@@ -137,6 +137,8 @@ final class ModeState: @unchecked Sendable {
     @exclusivity(unchecked) var timers = TimerHeap()
     /// The version-1 sources of this mode that need a libev watcher while it runs (R37).
     var watchedSources: [ObjectIdentifier: EvSource1Core] = [:]
+    /// Its version-1 sources that are ready, the one ready longest first (R38).
+    @exclusivity(unchecked) var readySources = ReadyQueue()
     /// Sorted by (order, time added) (R49).
     var observers: [(sequence: UInt64, observer: EvObserver)] = []
     /// Every activity some observer of this mode ever asked for: phases outside it skip the list.

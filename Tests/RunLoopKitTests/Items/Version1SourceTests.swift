@@ -56,6 +56,39 @@ import TestSupport
         #expect(received.all == [1, 2])
     }
 
+    @Test func R38_aSourceReadyBeforeItJoinsAModeTakesItsTurnThere() {
+        let received = EventLog<String>()
+        let early = EvMessagePort<Int> { _ in received.append("early") }
+        let late = EvMessagePort<Int> { _ in received.append("late") }
+        let both = EvMessagePort<Int> { _ in received.append("both") }
+        let common = EvMessagePort<Int> { _ in received.append("common") }
+        let handled = onLoopThread { loop -> [Bool] in
+            let tracking = EvRunLoop.Mode("tracking")
+            loop.add(early, forMode: tracking)
+            loop.add(keepAliveTimer(), forMode: tracking)
+            try! early.send(1)  // ready first, in a mode that does not run
+            loop.add(late, forMode: .default)
+            try! late.send(1)
+            loop.add(early, forMode: .default)  // joins while ready: it was ready longest
+            loop.add(both, forMode: .default)
+            loop.add(both, forMode: tracking)
+            try! both.send(1)
+            loop.add(common, forMode: .common)
+            loop.remove(common, forMode: .default)  // common, in no mode
+            try! common.send(1)
+            loop.addCommonMode(tracking)  // it joins tracking, ready since before `both`' turn ends
+            var handled: [Bool] = []
+            for _ in 0..<2 { handled.append(loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true) == .handledSource) }
+            handled.append(loop.run(mode: tracking, timeout: .zero, returnAfterSourceHandled: true) == .handledSource)
+            handled.append(loop.run(mode: tracking, timeout: .zero, returnAfterSourceHandled: true) == .handledSource)
+            // `both` was handled in tracking: its readiness is gone from the default mode too.
+            handled.append(loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true) == .handledSource)
+            return handled
+        }
+        #expect(received.all == ["early", "late", "both", "common"])
+        #expect(handled == [true, true, true, true, false])
+    }
+
     @Test func R16_anEmptyPortKeepsItsModeAlive() {
         let port = EvMessagePort<Int> { _ in }
         let result = onLoopThread { loop in

@@ -1,0 +1,54 @@
+/// R38: the version-1 sources of one mode that became ready, in the order they did, so the
+/// version-1 step finds the one ready longest without looking at the others.
+///
+/// An entry is the source and the ``Source1State/readySequence`` it had when it became ready.
+/// Entries are never taken out in place: one whose source was handled since (in another of its
+/// modes, say), left the mode or became ready again under a newer sequence is stale, and is
+/// dropped when it reaches the front or when stale entries pile up (``append(_:sequence:readyCount:isLive:)``).
+/// Sequences only grow, so entries stay in order by them; a source that joins the mode while
+/// ready goes in at its own sequence's place. Under the loop's lock.
+struct ReadyQueue {
+    private var entries: [(sequence: UInt64, core: EvSource1Core)] = []
+    /// Entries before `head` are gone; the array is shifted down when they are half of it.
+    private var head = 0
+
+    /// Adds a source that became ready under `sequence`. `readyCount` (how many of the loop's
+    /// sources are ready) bounds the live entries: past twice that, stale ones are dropped, so
+    /// a mode that does not run holds no more than its ready sources' worth.
+    mutating func append(_ core: EvSource1Core, sequence: UInt64, readyCount: Int, isLive: (EvSource1Core, UInt64) -> Bool) {
+        if let last = entries.last, last.sequence > sequence {
+            let place = entries[head...].partitioningIndex { $0.sequence > sequence }
+            entries.insert((sequence, core), at: place)
+        } else {
+            entries.append((sequence, core))
+        }
+        if entries.count - head > 2 * readyCount + 16 { dropStale(isLive) }
+    }
+
+    /// The live entry ready longest, with the stale entries before it dropped.
+    mutating func first(isLive: (EvSource1Core, UInt64) -> Bool) -> (sequence: UInt64, core: EvSource1Core)? {
+        while head < entries.count {
+            let entry = entries[head]
+            if isLive(entry.core, entry.sequence) { return entry }
+            removeFirst()
+        }
+        return nil
+    }
+
+    /// Drops the front entry (the one ``first(isLive:)`` returned, now handled).
+    mutating func removeFirst() {
+        head += 1
+        if head == entries.count {
+            entries.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 64 && head * 2 >= entries.count {
+            entries.removeFirst(head)
+            head = 0
+        }
+    }
+
+    private mutating func dropStale(_ isLive: (EvSource1Core, UInt64) -> Bool) {
+        entries = entries[head...].filter { isLive($0.core, $0.sequence) }
+        head = 0
+    }
+}
