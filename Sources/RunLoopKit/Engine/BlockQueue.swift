@@ -19,8 +19,15 @@ struct BlockQueue {
         func run(on loop: EvRunLoop) {
             switch self {
             case .block(let body): Callout.block(body, on: loop)
-            case .job(let job, let executor): Callout.block({ job.runSynchronously(on: executor.asUnownedSerialExecutor()) }, on: loop)
+            case .job(let job, let executor):
+                loop.isRunningJob = true
+                Callout.block({ job.runSynchronously(on: executor.asUnownedSerialExecutor()) }, on: loop)
+                loop.isRunningJob = false
             }
+        }
+
+        var isJob: Bool {
+            if case .job = self { true } else { false }
         }
 
         /// The loop dropped the work unrun (its thread exited, R4): a closure is released; a job
@@ -164,6 +171,20 @@ struct BlockQueue {
         common.live -= taken.count
         common.shared -= lane.shared
         return taken
+    }
+
+    /// Puts the executor jobs among `taken` (just taken out, in sequence order) back in the
+    /// common lane, where every job is queued, at their places: a step that runs nested in a job
+    /// runs the other blocks only.
+    mutating func keepJobsQueued(_ taken: inout [Entry]) {
+        guard taken.contains(where: { $0.work.isJob }) else { return }
+        for entry in taken where entry.work.isJob {
+            let place = common.entries.partitioningIndex { $0.sequence > entry.sequence }
+            common.entries.insert(entry, at: place)
+            common.live += 1
+            pendingCount += 1
+        }
+        taken.removeAll { $0.work.isJob }
     }
 
     /// Keeps `buffer`, emptied by a step, for the next lane taken, unless a buffer is kept

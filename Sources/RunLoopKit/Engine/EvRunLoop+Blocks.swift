@@ -79,8 +79,10 @@ extension EvRunLoop {
     private func performPendingBlocks(_ run: RunContext) {
         // The default mode is always common (R11); others are looked up when blocks are pending.
         let isCommon = run.mode == .default || state.withLock { $0.otherCommonModes.contains(run.mode) }
+        let insideJob = isRunningJob
         var (own, common, watchCommon, end) = pendingBlocks.withLock { queue in
-            let (own, common) = queue.takeRunnable(in: run.mode, isCommon: isCommon)
+            var (own, common) = queue.takeRunnable(in: run.mode, isCommon: isCommon)
+            if insideJob { queue.keepJobsQueued(&common) }
             clearBlockHints(queue)
             return (own, common, !isCommon && queue.hasCommonBlocks, queue.nextSequence)
         }
@@ -105,7 +107,8 @@ extension EvRunLoop {
             // (the mode was not common when the step began, so it took no `.common` block).
             watchCommon = false
             common = pendingBlocks.withLock { queue in
-                let joined = queue.takeCommon(scheduledIn: sequence + 1..<end)
+                var joined = queue.takeCommon(scheduledIn: sequence + 1..<end)
+                if insideJob { queue.keepJobsQueued(&joined) }
                 clearBlockHints(queue)
                 return joined
             }
