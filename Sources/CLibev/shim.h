@@ -49,6 +49,8 @@ static inline ev_io *clibev_embed_io(ev_embed *w) { return &w->io; }
 static inline ev_prepare *clibev_embed_prepare(ev_embed *w) { return &w->prepare; }
 static inline ev_fork *clibev_embed_fork(ev_embed *w) { return &w->fork; }
 static inline void clibev_cleanup_init(ev_cleanup *w, clibev_cleanup_cb cb) { ev_cleanup_init(w, cb); }
+typedef void (*clibev_fork_cb)(struct ev_loop *loop, ev_fork *w, int revents);
+static inline void clibev_fork_init(ev_fork *w, clibev_fork_cb cb) { ev_fork_init(w, cb); }
 static inline int clibev_is_active(void *w) { return ev_is_active((ev_watcher *)w); }
 static inline int clibev_is_pending(void *w) { return ev_is_pending((ev_watcher *)w); }
 static inline void clibev_set_data(void *w, void *data) { ((ev_watcher *)w)->data = data; }

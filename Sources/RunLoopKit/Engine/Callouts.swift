@@ -55,6 +55,15 @@ enum Callout {
         loop.recorder.leave(entry)
     }
 
+    /// Library callbacks that libev runs inside the wait, before it blocks (prepare and fork
+    /// watchers; see ``LoopWaiterOwner``).
+    @inline(never)
+    static func libevSourceInWait(on loop: EvRunLoop, _ body: () -> Void) {
+        let entry = loop.recorder.enter(.libevSource)
+        body()
+        loop.recorder.leave(entry)
+    }
+
     @inline(never)
     static func mainQueue(_ waiter: any LoopWaiter, on loop: EvRunLoop) {
         let entry = loop.recorder.enter(.mainQueue)
@@ -67,5 +76,11 @@ enum Callout {
         let entry = loop.recorder.enter(.block)
         block()
         loop.recorder.leave(entry)
+    }
+}
+
+extension EvRunLoop: LoopWaiterOwner {
+    func libraryCalloutInWait(_ body: () -> Void) {
+        Callout.libevSourceInWait(on: self, body)
     }
 }

@@ -73,6 +73,7 @@ public final class EvRunLoop: Sendable {
         let backend = try EvBackend()
         waiter = backend
         libevWaiter = .passUnretained(backend)
+        backend.owner = self
     }
 
     /// A loop that waits with `waiter` (a ``VirtualWaiter`` in tests); see ``ThreadRegistry/adopt(_:)``.

@@ -61,13 +61,15 @@ extension EvBackend {
         library.hookRan = false
         library.polled = false
         let iteration = ev_iteration(library.loop)
+        let pollsSeen = library.pollsSeen
         library.runDepth += 1
         ev_run(library.loop, flags)
         library.runDepth -= 1
         requireOwnInvokePending(library)
-        // libev counts an iteration just before its poll; a break before it polls nothing.
+        // libev counts an iteration just before each poll (a nested run's too), and calls the
+        // release callback then.
         require(
-            library.polled || ev_iteration(library.loop) == iteration,
+            ev_iteration(library.loop) &- iteration == library.pollsSeen &- pollsSeen,
             "EvLibevSource: the release callback of its libev loop was replaced (ev_set_loop_release_cb); RunLoopKit's must see each poll")
     }
 
@@ -114,6 +116,9 @@ extension EvBackend {
         _ call: StaticString, _ body: (OpaquePointer) throws(Failure) -> Result
     ) throws(Failure) -> Result {
         let library = madeLibraryLoop(call)
+        // Its clock stood still while modes without the sources ran: a timer started now is
+        // timed from now, as on a libev loop that keeps running.
+        ev_now_update(library.loop)
         defer {
             checkLibraryCode(library, call)
             library.auditDue = true  // the watchers it started reach epoll_ctl at the next poll
@@ -143,6 +148,27 @@ extension EvBackend {
         checkLibraryCode(library, "EvLibevSource (a libev library's callback)")
         library.batches &+= 1
         if library.batches % LibraryLoop.auditInterval == 0 { library.auditDue = true }
+    }
+
+    /// Runs the libraries' callbacks pending before this loop's poll: the prepare and fork
+    /// watchers libev just queued, or events fed since the last batch. libev runs them there,
+    /// before it blocks; held back for the version-1 step, a prepare watcher, queued again by
+    /// every wait, would never let the loop block. A run nested in one of them that waited has
+    /// ended this sleep's phase and moved its deadline: this sleep ends too, and the engine
+    /// plans the next.
+    func runLibraryCallbacksBeforePoll(_ library: LibraryLoop) {
+        let wasSleeping = wake.isSleeping
+        if let owner {
+            owner.libraryCalloutInWait { ev_invoke_pending(library.loop) }
+        } else {
+            ev_invoke_pending(library.loop)
+        }
+        library.polled = false
+        library.placeholders = 0
+        checkLibraryCode(library, "EvLibevSource (a libev library's callback)")
+        library.batches &+= 1
+        if library.batches % LibraryLoop.auditInterval == 0 { library.auditDue = true }
+        if wasSleeping && !wake.isSleeping { reasons.pointee |= WakeReasons.wakeUp.rawValue }
     }
 
     /// Destroys the libraries' loop (teardown, after the detach handlers ran).

@@ -71,6 +71,8 @@ final class EvBackend: LoopWaiter, ReadinessSink {
     @exclusivity(unchecked) var fallbackTimerActive = false
     /// The timerfd could not be made or armed for the planned deadline: the fallback stands in.
     @exclusivity(unchecked) var deadlineUnarmed = false
+    /// The run loop this wait is for: library callbacks that run inside the wait are its callouts.
+    weak var owner: LoopWaiterOwner?
     /// The watchers of version-1 sources, made with the first (see ``WatcherTables``).
     @exclusivity(unchecked) var watcherTables: WatcherTables?
     /// Callers' descriptors, watched in a set of the loop's own (made at first use).

@@ -18,10 +18,11 @@ import Musl
 /// the loop sleeps in its own `ev_run`, and the libraries' descriptors and timers wait in their
 /// set, as CF's per-mode epoll sets make them wait.
 ///
-/// The libraries' callbacks never run inside `ev_run`: the invoke-pending callback
+/// The libraries' callbacks for events run outside `ev_run`: the invoke-pending callback
 /// (``eventsPending()``) runs this loop's own watchers at once and leaves the libraries'
-/// pending, for `ev_invoke_pending` in the version-1 step (EvBackend+LibraryLoop.swift). Its
-/// userdata is this object. Loop's thread only, like the backend: the fields the waits touch
+/// pending, for `ev_invoke_pending` in the version-1 step (EvBackend+LibraryLoop.swift). Only
+/// what libev runs before it polls (prepare and fork watchers) runs there, as libev runs it,
+/// and cleanup watchers run as the loop is destroyed. Its userdata is this object. Loop's thread only, like the backend: the fields the waits touch
 /// skip the run time's exclusivity check, as the backend's do.
 final class LibraryLoop {
     let loop: OpaquePointer
@@ -52,7 +53,13 @@ final class LibraryLoop {
     /// Whether the current `ev_run` went through the invoke-pending callback and the release
     /// callback (the poll, which `ev_iteration` counts).
     @exclusivity(unchecked) var hookRan = false
+    /// Whether the current `ev_run` polled yet: before, the invoke-pending callback runs the
+    /// prepare and fork watchers libev queued for that point.
     @exclusivity(unchecked) var polled = false
+    /// Polls the release callback saw, to compare with libev's own count (`ev_iteration`).
+    @exclusivity(unchecked) var pollsSeen: UInt32 = 0
+    /// Set while ``destroy()`` destroys the loop: libev runs the libraries' cleanup watchers.
+    @exclusivity(unchecked) var isDestroying = false
     /// The next poll lists the descriptors this loop watches (after library code ran).
     @exclusivity(unchecked) var auditDue = false
     /// Batches of the libraries' callbacks run; every ``auditInterval``th is audited.
@@ -100,6 +107,11 @@ final class LibraryLoop {
     /// still counts: what is pending beyond the placeholders and the loop's own watchers is the
     /// libraries'.
     private func eventsPending() {
+        if isDestroying {
+            // The libraries' cleanup watchers, which libev runs as it destroys the loop.
+            ev_invoke_pending(loop)
+            return
+        }
         if clibev_is_pending(cleanup) != 0 {
             fatalError("EvLibevSource: ev_loop_destroy was called on its libev loop; only RunLoopKit destroys it, when the loop's thread exits")
         }
@@ -110,10 +122,15 @@ final class LibraryLoop {
             let fallback = holdsFallbackTimer ? backend.fallbackTimer : nil
             let own = Self.pendingCount(embedIO) + Self.pendingCount(embedPrepare) + Self.pendingCount(embedFork)
                 + (fallback.map(Self.pendingCount) ?? 0)
+            var callbacksRan = own != 0
             if pending == placeholders + own {
                 // Only the loop's own: libev runs them, and drops the placeholders.
                 ev_invoke_pending(loop)
                 placeholders = 0
+            } else if !polled && !holdsEvents {
+                // Before the poll, with no earlier events waiting for the version-1 step.
+                backend.runLibraryCallbacksBeforePoll(self)
+                callbacksRan = true
             } else {
                 if own != 0 {
                     placeholders += runOwn(embedIO) + runOwn(embedPrepare) + runOwn(embedFork)
@@ -124,8 +141,8 @@ final class LibraryLoop {
                 backend.hasReady = true
                 backend.reasons.pointee |= WakeReasons.watcher.rawValue
             }
-            // Running the loop's own may have fed more (the embedded loop's run): count again.
-            pendingAfterHook = own == 0 ? pending : ev_pending_count(loop)
+            // Callbacks that ran may have fed more (the embedded loop's run): count again.
+            pendingAfterHook = callbacksRan ? ev_pending_count(loop) : pending
         } else {
             pendingAfterHook = pending
         }
@@ -136,6 +153,7 @@ final class LibraryLoop {
     /// The release callback, just before this loop blocks in `epoll_wait`.
     private func enteringPoll() {
         polled = true
+        pollsSeen &+= 1
         // Every ev_run invokes the pending callbacks before it polls: checked before it blocks.
         backend.requireOwnInvokePending(self)
         if auditDue { backend.auditLibraryDescriptors(self) }
@@ -163,6 +181,7 @@ final class LibraryLoop {
         ev_cleanup_stop(loop, cleanup)
         ev_embed_stop(loop, embed)
         InternalDescriptors.remove(backendFD)
+        isDestroying = true
         ev_loop_destroy(loop)
         embed.deallocate()
         cleanup.deallocate()

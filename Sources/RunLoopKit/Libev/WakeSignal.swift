@@ -80,6 +80,10 @@ final class WakeSignal: Sendable {
     /// plan is made under the same lock.
     var isPlanned: Bool { word.load(ordering: .relaxed) & Self.planned != 0 }
 
+    /// Whether the loop's thread is in, or about to enter, `ev_run` (loop's thread: a run nested
+    /// in a callback that libev runs inside the wait ends the enclosing sleep's phase).
+    var isSleeping: Bool { word.load(ordering: .relaxed) & Self.sleeping != 0 }
+
     /// Awake → planned (loop's thread, loop's lock held).
     func plan() {
         word.bitwiseOr(Self.planned, ordering: .relaxed)

@@ -11,6 +11,13 @@ struct WakeReasons: OptionSet, Sendable {
     static let mainQueue = WakeReasons(rawValue: 1 << 3)
 }
 
+/// What a wait asks of the run loop that owns it.
+protocol LoopWaiterOwner: AnyObject {
+    /// Runs `body`, libev libraries' callbacks that libev runs inside the wait (prepare and fork
+    /// watchers, just before it blocks), as a callout of the loop's ``EvLibevSource``s.
+    func libraryCalloutInWait(_ body: () -> Void)
+}
+
 /// When a planned sleep ends by itself: the running mode's next timer or the run's timeout,
 /// whichever comes first (R22).
 struct SleepDeadline: Equatable {

@@ -3,33 +3,47 @@ import Foundation
 import RunLoopKit
 
 /// Watchers started on an ``EvLibevSource``'s libev loop the way a libev library starts its own:
-/// an `ev_io` or an `ev_timer` whose C callback calls a Swift closure. Made, started, stopped and
-/// called on the loop's thread only.
+/// an `ev_io`, `ev_timer`, `ev_prepare`, `ev_fork` or `ev_cleanup` whose C callback calls a Swift
+/// closure. Made, started, stopped and called on the loop's thread only.
 final class LibraryWatcher {
     enum Kind {
         case readable(Int32)
         case timer(seconds: Double)
+        case prepare
+        case fork
+        case cleanup
     }
 
-    private let io: UnsafeMutablePointer<ev_io>?
-    private let timer: UnsafeMutablePointer<ev_timer>?
+    private let kind: Kind
+    private let watcher: UnsafeMutableRawPointer
     private let onEvent: () -> Void
 
     init(_ kind: Kind, onEvent: @escaping () -> Void) {
+        self.kind = kind
         self.onEvent = onEvent
         switch kind {
         case .readable(let fd):
-            io = .allocate(capacity: 1)
-            timer = nil
+            let io = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
             clibev_io_init(io, { _, watcher, _ in LibraryWatcher.fire(watcher) }, fd, Int32(EV_READ))
+            watcher = UnsafeMutableRawPointer(io)
         case .timer(let seconds):
-            io = nil
-            timer = .allocate(capacity: 1)
+            let timer = UnsafeMutablePointer<ev_timer>.allocate(capacity: 1)
             clibev_timer_init(timer, { _, watcher, _ in LibraryWatcher.fire(watcher) }, seconds, 0)
+            watcher = UnsafeMutableRawPointer(timer)
+        case .prepare:
+            let prepare = UnsafeMutablePointer<ev_prepare>.allocate(capacity: 1)
+            clibev_prepare_init(prepare) { _, watcher, _ in LibraryWatcher.fire(watcher) }
+            watcher = UnsafeMutableRawPointer(prepare)
+        case .fork:
+            let fork = UnsafeMutablePointer<ev_fork>.allocate(capacity: 1)
+            clibev_fork_init(fork) { _, watcher, _ in LibraryWatcher.fire(watcher) }
+            watcher = UnsafeMutableRawPointer(fork)
+        case .cleanup:
+            let cleanup = UnsafeMutablePointer<ev_cleanup>.allocate(capacity: 1)
+            clibev_cleanup_init(cleanup) { _, watcher, _ in LibraryWatcher.fire(watcher) }
+            watcher = UnsafeMutableRawPointer(cleanup)
         }
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        if let io { clibev_set_data(io, me) }
-        if let timer { clibev_set_data(timer, me) }
+        clibev_set_data(watcher, Unmanaged.passUnretained(self).toOpaque())
     }
 
     private static func fire<Watcher>(_ watcher: UnsafeMutablePointer<Watcher>?) {
@@ -38,20 +52,29 @@ final class LibraryWatcher {
     }
 
     func start(_ evLoop: OpaquePointer) {
-        if let io { ev_io_start(evLoop, io) }
-        if let timer { ev_timer_start(evLoop, timer) }
+        switch kind {
+        case .readable: ev_io_start(evLoop, watcher.assumingMemoryBound(to: ev_io.self))
+        case .timer: ev_timer_start(evLoop, watcher.assumingMemoryBound(to: ev_timer.self))
+        case .prepare: ev_prepare_start(evLoop, watcher.assumingMemoryBound(to: ev_prepare.self))
+        case .fork: ev_fork_start(evLoop, watcher.assumingMemoryBound(to: ev_fork.self))
+        case .cleanup: ev_cleanup_start(evLoop, watcher.assumingMemoryBound(to: ev_cleanup.self))
+        }
     }
 
     func stop(_ evLoop: OpaquePointer) {
-        if let io { ev_io_stop(evLoop, io) }
-        if let timer { ev_timer_stop(evLoop, timer) }
+        switch kind {
+        case .readable: ev_io_stop(evLoop, watcher.assumingMemoryBound(to: ev_io.self))
+        case .timer: ev_timer_stop(evLoop, watcher.assumingMemoryBound(to: ev_timer.self))
+        case .prepare: ev_prepare_stop(evLoop, watcher.assumingMemoryBound(to: ev_prepare.self))
+        case .fork: ev_fork_stop(evLoop, watcher.assumingMemoryBound(to: ev_fork.self))
+        case .cleanup: ev_cleanup_stop(evLoop, watcher.assumingMemoryBound(to: ev_cleanup.self))
+        }
     }
 
-    var isActive: Bool { clibev_is_active(io.map(UnsafeMutableRawPointer.init) ?? UnsafeMutableRawPointer(timer!)) != 0 }
+    var isActive: Bool { clibev_is_active(watcher) != 0 }
 
     deinit {
-        io?.deallocate()
-        timer?.deallocate()
+        watcher.deallocate()
     }
 }
 

@@ -1,0 +1,149 @@
+import CLibev
+import Foundation
+import RunLoopKit
+import Testing
+
+/// Watchers that libev runs outside the poll's events, started by a library on an
+/// ``EvLibevSource``'s loop: they run when libev runs them on a plain loop, and never keep the
+/// run loop from blocking.
+@Suite struct LibevWatcherKindsTests {
+    /// libev runs prepare watchers just before it blocks. Held back for the version-1 step, a
+    /// prepare watcher, queued again by every wait, ended every wait before its poll: the loop
+    /// spun and no other library event was seen.
+    @Test func aPrepareWatcherRunsBeforeThePollAndTheLoopStillPolls() {
+        let pipe = TestPipe()
+        pipe.writeByte()
+        let log = EventLog<String>()
+        let result = onLoopThread { loop -> EvRunLoop.RunResult in
+            let source = EvLibevSource()
+            loop.add(source, forMode: .default)
+            let prepare = LibraryWatcher(.prepare) { log.append("prepare") }
+            let reader = LibraryWatcher(.readable(pipe.readEnd)) {
+                pipe.readByte()
+                log.append("readable")
+            }
+            source.withEventLoop { evLoop in
+                prepare.start(evLoop)
+                reader.start(evLoop)
+            }
+            let result = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            source.withEventLoop { evLoop in
+                prepare.stop(evLoop)
+                reader.stop(evLoop)
+            }
+            source.invalidate()
+            return result
+        }
+        #expect(result == .handledSource)
+        #expect(log.all == ["prepare", "readable"])
+    }
+
+    /// libev runs fork watchers once after `ev_loop_fork`, before its next poll, and then
+    /// rebuilds its kernel state; held back, they were queued again at every wait.
+    @Test func aForkWatcherRunsOnceAfterEvLoopFork() {
+        let pipe = TestPipe()
+        pipe.writeByte()
+        let log = EventLog<String>()
+        let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
+            let source = EvLibevSource()
+            loop.add(source, forMode: .default)
+            let fork = LibraryWatcher(.fork) { log.append("fork") }
+            let reader = LibraryWatcher(.readable(pipe.readEnd)) {
+                pipe.readByte()
+                log.append("readable")
+            }
+            source.withEventLoop { evLoop in
+                fork.start(evLoop)
+                reader.start(evLoop)
+                ev_loop_fork(evLoop)
+            }
+            var results = [loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)]
+            results.append(loop.run(mode: .default, timeout: .zero))
+            source.withEventLoop { evLoop in
+                fork.stop(evLoop)
+                reader.stop(evLoop)
+            }
+            source.invalidate()
+            return results
+        }
+        #expect(results == [.handledSource, .timedOut])
+        #expect(log.all == ["fork", "readable"])
+    }
+
+    /// A cleanup watcher still started when the loop's thread exits runs as libev destroys the
+    /// loop, as on a plain libev loop (it stopped the program with a message about `ev_run`).
+    @Test func aCleanupWatcherLeftStartedRunsWhenTheLoopsThreadExits() {
+        let calls = Box(0)
+        let kept = KeptWatcher()
+        onLoopThread { loop in
+            let source = EvLibevSource()
+            loop.add(source, forMode: .default)
+            let cleanup = LibraryWatcher(.cleanup) { calls.set(calls.get + 1) }
+            kept.watcher = cleanup  // libev still holds it when the thread exits
+            source.withEventLoop { cleanup.start($0) }
+            _ = loop.run(mode: .default, timeout: .zero)
+        }
+        #expect(calls.get == 1)
+    }
+
+    /// A prepare callback runs inside the wait, before it blocks: a run nested in it that sleeps
+    /// ends the enclosing sleep too, so a wake-up made after the nested run is not lost.
+    @Test func aWakeUpAfterARunNestedInAPrepareCallbackEndsTheSleep() {
+        let trackingPipe = TestPipe()
+        let nestedAsleep = Latch()
+        let nestedRunEnded = Latch()
+        let handled = Box(false)
+        let signal = EvSource { handled.set(true) }
+        let (loop, finished) = startLoopThread { loop in
+            let tracking = EvRunLoop.Mode("tracking")
+            loop.add(try! EvFileDescriptorSource(fileDescriptor: trackingPipe.readEnd, events: .readable) { _ in trackingPipe.readByte() }, forMode: tracking)
+            loop.add(EvObserver(activities: .beforeWaiting, repeats: false) { _, _ in nestedAsleep.open() }, forMode: tracking)
+            loop.add(signal, forMode: .default)
+            let source = EvLibevSource()
+            loop.add(source, forMode: .default)
+            var nested = false
+            let prepare = LibraryWatcher(.prepare) {
+                guard !nested else { return }
+                nested = true
+                _ = loop.run(mode: tracking, timeout: .seconds(30), returnAfterSourceHandled: true)
+                nestedRunEnded.open()
+            }
+            source.withEventLoop { prepare.start($0) }
+            while !handled.get {
+                guard loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true) == .handledSource else { break }
+            }
+            source.withEventLoop { prepare.stop($0) }
+            source.invalidate()
+        }
+        #expect(nestedAsleep.wait())
+        trackingPipe.writeByte()
+        #expect(nestedRunEnded.wait())
+        signal.signal()
+        loop.wakeUp()
+        #expect(finished.wait(timeout: 10))
+        #expect(handled.get)
+    }
+
+    /// The libraries' loop does not iterate while modes without the source run: the time it
+    /// reports to library code is brought up to date, so a timer started there is timed from now.
+    @Test func libraryCodeSeesTheCurrentTimeAfterAnotherModeRan() {
+        let (before, now) = onLoopThread { loop -> (Double, Double) in
+            let tracking = EvRunLoop.Mode("tracking")
+            loop.add(keepAliveTimer(), forMode: tracking)
+            let source = EvLibevSource()
+            loop.add(source, forMode: .default)
+            _ = loop.run(mode: .default, timeout: .zero)
+            _ = loop.run(mode: tracking, timeout: .milliseconds(20))
+            let before = ev_time()
+            let now = source.withEventLoop { ev_now($0) }
+            source.invalidate()
+            return (before, now)
+        }
+        #expect(now >= before)
+    }
+}
+
+/// Keeps a watcher alive past the loop thread's exit (libev still holds it then).
+private final class KeptWatcher: @unchecked Sendable {
+    var watcher: LibraryWatcher?
+}
