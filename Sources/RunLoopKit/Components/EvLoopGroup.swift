@@ -97,8 +97,9 @@ public final class EvLoopGroup: Sendable {
 
     /// Stops the group from asynchronous code without blocking a thread of the cooperative pool:
     /// as ``stop(waitUntilExited:)``, and suspends until every loop has been torn down on its
-    /// thread, as ``EvWorkerThread/stop()`` does. The threads are not joined (that would block): they
-    /// finish exiting on their own, detached. Stopping twice returns at once.
+    /// thread, as ``EvWorkerThread/stop()`` does. The threads are not joined here (that would
+    /// block): they finish exiting on their own, joined from a dispatch queue; a later
+    /// ``stop(waitUntilExited:)`` waits until they are gone. Stopping twice returns at once.
     ///
     /// - Thread: any task. Not from a work item or a job running on one of the group's loops:
     ///   that would wait for the loop it is running on (use ``stop(waitUntilExited:)`` there).

@@ -10,19 +10,19 @@ import Musl
 ///
 /// Ending such a thread from another thread joins it (``join()`` returns once the thread has
 /// fully exited, its run loop torn down by the thread-exit destructor, R4). Ending it from its
-/// own thread cannot join; the thread is then marked to detach itself when its body returns, so
-/// it never lingers as an unjoined zombie. Foundation's `Thread` is not used: it cannot be joined,
-/// and a leak check needs "stopped" to mean "gone".
+/// own thread, or without waiting, cannot join there; the thread is then marked to be joined
+/// from a dispatch queue when its body returns, so it never lingers as an unjoined zombie, and
+/// a later ``join()`` still waits until it is gone. Foundation's `Thread` is not used: it cannot
+/// be joined, and a leak check needs "stopped" to mean "gone".
 final class EvThreadHandle: Sendable {
     private enum Phase {
         /// The body runs (or has returned) and nobody has claimed the join yet.
         case running
-        /// Ended from its own thread: the thread detaches itself when its body returns.
-        case detachAtExit
+        /// Nobody waits for it: it is joined from a dispatch queue when its body returns.
+        case joinAtExit
         /// Some thread is in `pthread_join`; `waiters` more wait for it.
         case joining
         case joined
-        case detached
     }
 
     private struct State {
@@ -59,8 +59,8 @@ final class EvThreadHandle: Sendable {
                 _ = GNUExtensions.setThreadName?(pthread_self(), bytes)
             }
             start.body()
-            // Before the thread may be marked detached: join() of a detached thread returns at
-            // once, and must find the loop gone as a real join would (R4).
+            // Before the thread is handed to its joiner: the loop must be gone when a join
+            // returns (R4), and the joiner may be the dispatch queue, waited for by nobody.
             ThreadRegistry.tearDownCurrentLoop()
             start.handle.bodyReturned()
             return nil
@@ -83,58 +83,63 @@ final class EvThreadHandle: Sendable {
     var thread: pthread_t? { state.withLock { $0.thread } }
 
     /// From another thread: waits until the thread has exited (joining it, or waiting for whoever
-    /// joins it). From the thread itself: returns at once and marks the thread to detach itself
-    /// when its body returns. Returns at once if the thread already detached itself.
+    /// joins it). From the thread itself: returns at once and marks the thread to be joined when
+    /// its body returns.
     func join() {
         enum Action { case join(pthread_t), wait, none }
         let action = state.withLock { state -> Action in
             guard let thread = state.thread else { return .none }
             if pthread_equal(thread, pthread_self()) != 0 {
-                if state.phase == .running { state.phase = .detachAtExit }
+                if state.phase == .running { state.phase = .joinAtExit }
                 return .none
             }
             switch state.phase {
-            case .running, .detachAtExit:
+            case .running, .joinAtExit:
                 state.phase = .joining
                 return .join(thread)
             case .joining:
                 state.waiters += 1
                 return .wait
-            case .joined, .detached:
+            case .joined:
                 return .none
             }
         }
         switch action {
-        case .join(let thread):
-            pthread_join(thread, nil)
-            let waiters = state.withLock { state -> Int in
-                state.phase = .joined
-                defer { state.waiters = 0 }
-                return state.waiters
-            }
-            for _ in 0..<waiters { joinedSignal.signal() }
-        case .wait:
-            joinedSignal.wait()
-        case .none:
-            break
+        case .join(let thread): joinNow(thread)
+        case .wait: joinedSignal.wait()
+        case .none: break
         }
     }
 
-    /// Marks the thread to detach itself at exit unless someone joins it first; for an owner
-    /// that will not wait.
-    func detachWhenDone() {
+    /// Marks the thread to be joined when its body returns unless someone joins it first; for
+    /// an owner that will not wait.
+    func joinWhenDone() {
         state.withLock { state in
-            if state.phase == .running { state.phase = .detachAtExit }
+            if state.phase == .running { state.phase = .joinAtExit }
         }
     }
 
-    /// The last thing the thread's body does.
+    /// Joins `thread` (this handle's), then lets whoever waits for the join go.
+    private func joinNow(_ thread: pthread_t) {
+        pthread_join(thread, nil)
+        let waiters = state.withLock { state -> Int in
+            state.phase = .joined
+            defer { state.waiters = 0 }
+            return state.waiters
+        }
+        for _ in 0..<waiters { joinedSignal.signal() }
+    }
+
+    /// The last thing the thread's body does: a thread nobody joins is joined from a dispatch
+    /// queue, which waits the moment its exit takes (thread-local destructors run after this).
     private func bodyReturned() {
-        state.withLock { state in
-            guard state.phase == .detachAtExit else { return }
-            state.phase = .detached
-            pthread_detach(pthread_self())
+        let thread = state.withLock { state -> pthread_t? in
+            guard state.phase == .joinAtExit, let thread = state.thread else { return nil }
+            state.phase = .joining
+            return thread
         }
+        guard let thread else { return }
+        DispatchQueue.global().async { self.joinNow(thread) }
     }
 
     /// `pthread_create` failed.

@@ -157,7 +157,8 @@ public final class EvWorkerThread: Sendable {
     /// Stops the worker: work submitted before this call still runs, in order; then the run loop
     /// ends and the thread exits. Later submissions throw ``EvWorkerThreadError/stopped``.
     ///
-    /// Stopping twice, or stopping a worker that was never started, does nothing more.
+    /// Stopping twice, or stopping a worker that was never started, does nothing more, except
+    /// that a stop that waits waits for the thread whichever stop ended it.
     ///
     /// - Parameter waitUntilExited: from another thread, `true` (the default) waits until the
     ///   queued work has run and the thread has exited and been joined — its run loop torn down,
@@ -302,7 +303,7 @@ final class WorkerCore: Sendable {
             }
             loop?.wakeUp()
             guard let thread else { return }
-            if waitUntilExited || thread.isCurrent { thread.join() } else { thread.detachWhenDone() }
+            if waitUntilExited || thread.isCurrent { thread.join() } else { thread.joinWhenDone() }
             return
         }
     }

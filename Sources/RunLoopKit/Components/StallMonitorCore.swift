@@ -155,7 +155,7 @@ final class StallMonitorCore: Sendable {
         stopping.store(true, ordering: .sequentiallyConsistent)
         wake.signal()
         observer.invalidate()
-        watchdog.join()  // on the watchdog itself (from onStall): marks it to detach instead
+        watchdog.join()  // on the watchdog itself (from onStall): marks it to be joined at exit instead
     }
 
     // MARK: - The watchdog's side

@@ -16,6 +16,15 @@ enum AsyncGuard {
     static func checkCurrent(_ loop: EvRunLoop?, isMainThread: Bool, _ call: StaticString) {
         guard isInTask, !(loop?.isRunning ?? false) else { return }
         if isMainThread { stopMainNotRunning(call) }
+        if EvRunLoopExecutor.isOnStandInQueue {
+            fatalError(
+                """
+                \(call): called from a job of an EvRunLoopExecutor whose loop's thread has exited \
+                (R4): such jobs run on a dispatch queue that stands in for that thread so that they \
+                finish, and it has no run loop. Work that needs the loop must end before its \
+                thread does (EvWorkerThread.stop() returns once the loop is torn down)
+                """)
+        }
         fatalError(
             """
             \(call): called from a task on a thread whose run loop is not running (a thread of \

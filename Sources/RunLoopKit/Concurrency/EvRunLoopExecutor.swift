@@ -26,7 +26,15 @@ public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
     public let loop: EvRunLoop
     /// Where jobs run once their loop's thread has exited: one serial queue for every executor,
     /// so that executors of the same loop — the same exclusive context — stay serial.
-    private static let orphanage = DispatchQueue(label: "RunLoopKit.EvRunLoopExecutor.orphaned")
+    private static let orphanage: DispatchQueue = {
+        let queue = DispatchQueue(label: "RunLoopKit.EvRunLoopExecutor.orphaned")
+        queue.setSpecific(key: orphanageMark, value: true)
+        return queue
+    }()
+    private static let orphanageMark = DispatchSpecificKey<Bool>()
+
+    /// Whether the caller is a job on the queue that stands in for exited loops' threads.
+    static var isOnStandInQueue: Bool { DispatchQueue.getSpecific(key: orphanageMark) ?? false }
 
     /// An executor running jobs on `loop`'s thread.
     public init(_ loop: EvRunLoop) {

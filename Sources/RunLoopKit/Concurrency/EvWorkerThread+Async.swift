@@ -3,7 +3,8 @@ extension EvWorkerThread {
     /// pool: as ``stop(waitUntilExited:)``, work submitted before this call still runs, in order,
     /// then the run loop ends; this suspends until the worker's run loop has been torn down on its
     /// thread (its items released, its descriptors closed, R4). The thread itself is not joined
-    /// (that would block): it finishes exiting on its own, detached.
+    /// here (that would block): it finishes exiting on its own, joined from a dispatch queue; a
+    /// later ``stop(waitUntilExited:)`` waits until it is gone.
     ///
     /// Stopping twice, or a worker never started, returns at once; so does stopping a worker whose
     /// thread is already past its run loop's end.

@@ -228,4 +228,31 @@ import Testing
         #expect(fired.wait())
         worker.stop()
     }
+
+    /// A stop that waits, after one that did not (as ``EvLoopGroup``'s does, and `await stop()`
+    /// then `stop()`), waits until the thread is gone, even once it is past its body: a
+    /// thread-local destructor that takes a while runs after the body, and the wait covers it.
+    /// (Such a thread detached itself, and the second stop returned at once.)
+    @Test func aStopThatWaitsAfterOneThatDidNotWaitsUntilTheThreadIsGone() throws {
+        let worker = EvWorkerThread(name: "test-exiting")
+        try worker.start()
+        var key = pthread_key_t()
+        #expect(pthread_key_create(&key) { _ in
+            slowExitEntered.signal()
+            usleep(200_000)  // the thread's exit takes this long
+            slowExitFinished.store(true, ordering: .releasing)
+        } == 0)
+        defer { pthread_key_delete(key) }
+        let slowExitKey = key
+        try worker.execute { pthread_setspecific(slowExitKey, UnsafeRawPointer(bitPattern: 1)) }
+        worker.stop(waitUntilExited: false)
+        #expect(slowExitEntered.wait(timeout: .now() + 30) == .success)  // past its body
+        worker.stop(waitUntilExited: true)
+        let finished = slowExitFinished.load(ordering: .acquiring)
+        #expect(finished)
+    }
 }
+
+/// Set by the thread-local destructor of the test above, run as the worker's thread exits.
+private let slowExitEntered = DispatchSemaphore(value: 0)
+private let slowExitFinished = Atomic<Bool>(false)

@@ -32,6 +32,18 @@ private func message(_ result: ExitTest.Result?) -> String {
         #expect(message(result).contains("the loop of an EvWorkerThread"))
     }
 
+    /// Once the loop's thread has exited, its executor's jobs run on a dispatch queue that stands
+    /// in for it: there `current` says so (it named the cooperative pool).
+    @Test func currentInAJobAfterTheLoopsThreadExitedStopsAndSaysSo() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let worker = EvWorkerThread(name: "exited-worker")
+            let executor = EvRunLoopExecutor(try! worker.start())
+            await worker.stop()
+            await Task(executorPreference: executor) { _ = EvRunLoop.current }.value
+        }
+        #expect(message(result).contains("EvRunLoop.current: called from a job of an EvRunLoopExecutor whose loop's thread has exited"))
+    }
+
     @Test func forCurrentThreadInATaskStopsAsCurrentDoes() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             await Task.detached { _ = try? EvRunLoop.forCurrentThread() }.value
