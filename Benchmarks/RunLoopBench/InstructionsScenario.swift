@@ -305,31 +305,33 @@ struct InstructionsScenario {
     /// per backend. Near 1 while an invalidate costs O(the item's modes); far above 1 is a cliff.
     private func modesGrowth(_ results: [Job: Double]) -> Figure? {
         guard let low = Self.modeCounts.first, let high = Self.modeCounts.last else { return nil }
-        var figure = Figure(
-            id: Self.modesGrowthID, scenario: "instructions",
+        return growth(
+            of: .timerModes, from: low, to: high, results,
+            id: Self.modesGrowthID, goal: 2,
             label: "timer in M modes, add and invalidate: instructions per mode at M = "
-                + "\(TimerScalingScenario.label(high)) ÷ at \(TimerScalingScenario.label(low))",
-            unit: "×", better: .lower, goal: .atMost(2))
-        for backend in InstructionOperation.timerModes.backends {
-            if let atHigh = results[Job(operation: .timerModes, backend: backend, population: high)],
-               let atLow = results[Job(operation: .timerModes, backend: backend, population: low)], atLow > 0 {
-                figure.values[backend] = atHigh / atLow
-            }
-        }
-        return figure.values.isEmpty ? nil : figure
+                + "\(TimerScalingScenario.label(high)) ÷ at \(TimerScalingScenario.label(low))")
     }
 
     /// `instructions.ready-descriptors.growth`: per handled readiness with the most descriptors
     /// ready ÷ with the fewest, per backend. Near 1 while the next ready source is found in O(1).
     private func readyGrowth(_ results: [Job: Double]) -> Figure? {
         guard let low = Self.readyCounts.first, let high = Self.readyCounts.last else { return nil }
-        var figure = Figure(
-            id: Self.readyGrowthID, scenario: "instructions",
-            label: "instructions per handled readiness, \(high) descriptors ready ÷ \(low)",
-            unit: "×", better: .lower, goal: .atMost(1.5))
-        for backend in InstructionOperation.readyDescriptors.backends {
-            if let atHigh = results[Job(operation: .readyDescriptors, backend: backend, population: high)],
-               let atLow = results[Job(operation: .readyDescriptors, backend: backend, population: low)], atLow > 0 {
+        return growth(
+            of: .readyDescriptors, from: low, to: high, results,
+            id: Self.readyGrowthID, goal: 1.5,
+            label: "instructions per handled readiness, \(high) descriptors ready ÷ \(low)")
+    }
+
+    /// A figure of `operation`'s count at population `high` ÷ at `low`, per backend; nil when
+    /// no backend has both.
+    private func growth(
+        of operation: InstructionOperation, from low: Int, to high: Int, _ results: [Job: Double],
+        id: String, goal: Double, label: String
+    ) -> Figure? {
+        var figure = Figure(id: id, scenario: "instructions", label: label, unit: "×", better: .lower, goal: .atMost(goal))
+        for backend in operation.backends {
+            if let atHigh = results[Job(operation: operation, backend: backend, population: high)],
+               let atLow = results[Job(operation: operation, backend: backend, population: low)], atLow > 0 {
                 figure.values[backend] = atHigh / atLow
             }
         }
