@@ -15,14 +15,14 @@ final class ItemTables: @unchecked Sendable {
     var commonSources = CommonItems<EvSource>()
     var commonObservers: [(id: ObjectIdentifier, observer: EvObserver)] = []
     /// Version-1 sources: all bound ones and those added to `.common` (R37).
-    var source1s: [ObjectIdentifier: EvSource1Core] = [:]
+    @exclusivity(unchecked) var source1s: [ObjectIdentifier: EvSource1Core] = [:]
     var commonSource1s = CommonItems<EvSource1Core>()
     /// How many bound version-1 sources are ready and not yet handled (each mode lists its own
     /// in ``ModeState/readySources``, R38). Read on every pass of a loop with version-1 sources:
     /// the run time's exclusivity check would only repeat what the loop's lock guarantees (as
     /// for ``ModeState``'s fields).
     @exclusivity(unchecked) var readySource1Count = 0
-    var readySequence: UInt64 = 0
+    @exclusivity(unchecked) var readySequence: UInt64 = 0
     /// ``EvLibevSource``s bound here, in modes or not, until invalidated or the teardown.
     @exclusivity(unchecked) var libevSources: [ObjectIdentifier: EvSource1Core] = [:]
     /// When the libev libraries' events became ready (a ``readySequence`` value, R38), 0 when

@@ -15,11 +15,13 @@ struct WatchSet {
     var droppedReadiness = false
     private var tables: Tables?
 
-    /// `@unchecked Sendable`: used only under the owning loop's lock, like the set.
+    /// `@unchecked Sendable`: used only under the owning loop's lock, like the set; read for
+    /// every handled readiness, so the run time's exclusivity check, which would only repeat
+    /// what the lock guarantees, is left out.
     private final class Tables: @unchecked Sendable {
-        var tokens: [ObjectIdentifier: Int] = [:]
-        var owners: [Int: EvSource1Core] = [:]
-        var started: Set<ObjectIdentifier> = []
+        @exclusivity(unchecked) var tokens: [ObjectIdentifier: Int] = [:]
+        @exclusivity(unchecked) var owners: [Int: EvSource1Core] = [:]
+        @exclusivity(unchecked) var started: Set<ObjectIdentifier> = []
     }
 
     private mutating func madeTables() -> Tables {

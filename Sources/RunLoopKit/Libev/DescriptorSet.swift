@@ -43,7 +43,10 @@ protocol ReadinessSink: AnyObject {
 final class DescriptorSet {
     /// The epoll descriptor that libev watches for readability.
     let descriptor: Int32
-    @exclusivity(unchecked) private var entries: [Int32: Entry] = [:]
+    /// Indexed by descriptor number, as libev's own table is (numbers are small and reused
+    /// lowest first): an event finds its entry with no hashing, and changes it in place.
+    @exclusivity(unchecked) private var entries: [Entry?] = []
+    @exclusivity(unchecked) private var entryCount = 0
     @exclusivity(unchecked) private var lastGeneration: UInt32 = 0
     @exclusivity(unchecked) private var alwaysReadyCount = 0
     /// Entries left unarmed (see ``Entry/armed``): the loop re-arms them before it sleeps.
@@ -56,7 +59,11 @@ final class DescriptorSet {
 
     private struct Entry {
         /// The watchers of this descriptor: token and the readiness each wants.
-        var watchers: [(token: Int, events: Int32)]
+        var watchers: [(token: Int, events: Int32)] {
+            didSet { wanted = watchers.reduce(0) { $0 | $1.events } }
+        }
+        /// What the watchers want together.
+        private var wanted: Int32
         var generation: UInt32
         /// The file the watchers were made for.
         var file: FileIdentity
@@ -90,8 +97,14 @@ final class DescriptorSet {
             pending = below | (index < 31 ? (pending >> (UInt32(index) + 1)) << UInt32(index) : 0)
         }
 
+        init(watchers: [(token: Int, events: Int32)], generation: UInt32, file: FileIdentity) {
+            self.watchers = watchers
+            self.generation = generation
+            self.file = file
+            wanted = watchers.reduce(0) { $0 | $1.events }
+        }
+
         var kernelMask: UInt32 {
-            let wanted = watchers.reduce(0) { $0 | $1.events }
             var mask = EPOLLONESHOT.rawValue
             if wanted & EvBackend.readable != 0 { mask |= EPOLLIN.rawValue }
             if wanted & EvBackend.writable != 0 { mask |= EPOLLOUT.rawValue }
@@ -115,7 +128,31 @@ final class DescriptorSet {
 
     /// Whether no descriptor is watched: then nothing of the set's can be reported (a lingering
     /// kernel entry of a closed descriptor is ignored when it reports, see the type's comment).
-    var isEmpty: Bool { entries.isEmpty }
+    var isEmpty: Bool { entryCount == 0 }
+
+    /// The entry of `fd`, if it has one.
+    private func entry(_ fd: Int32) -> Entry? {
+        Int(fd) < entries.count ? entries[Int(fd)] : nil
+    }
+
+    /// Gives `fd` `entry` (it had none).
+    private func store(_ entry: Entry, for fd: Int32) {
+        if Int(fd) >= entries.count { entries += repeatElement(nil, count: Int(fd) + 1 - entries.count) }
+        if entries[Int(fd)] == nil { entryCount += 1 }
+        entries[Int(fd)] = entry
+    }
+
+    /// Takes `fd`'s entry out of the table.
+    private func forget(_ fd: Int32) {
+        guard entries[Int(fd)] != nil else { return }
+        entries[Int(fd)] = nil
+        entryCount -= 1
+    }
+
+    /// Every descriptor with an entry.
+    private var watchedDescriptors: [Int32] {
+        entries.indices.compactMap { entries[$0] == nil ? nil : Int32($0) }
+    }
 
     /// Whether some watched descriptor is always ready (see the type's comment): the loop must
     /// not sleep, and ``collect(into:)`` reports it every time.
@@ -131,15 +168,12 @@ final class DescriptorSet {
         // One look per start of a watch (a mode switch), none per event: see report(_:to:).
         guard file.isNamed(by: fd) else { return [token] }
         var failed: [Int] = []
-        if var entry = entries[fd] {
+        if let entry = entry(fd) {
             // The same file as the new source's (the usual case) was just looked at.
             if entry.file == file || entry.file.isNamed(by: fd) {
-                entry.watchers.append((token, events))
-                if entry.alwaysReady {
-                    entries[fd] = entry
-                    return []
-                }
-                failed = install(entry, for: fd, adding: false)
+                entries[Int(fd)]!.watchers.append((token, events))
+                if entry.alwaysReady { return [] }
+                failed = install(fd, adding: false)
                 // The others watch a file since closed; `fd` now names another one: watch that alone.
                 if failed.isEmpty || errno != ENOENT { return failed }
                 failed.removeAll { $0 == token }
@@ -149,7 +183,8 @@ final class DescriptorSet {
             }
         }
         lastGeneration &+= 1
-        return failed + install(Entry(watchers: [(token, events)], generation: lastGeneration, file: file), for: fd, adding: true)
+        store(Entry(watchers: [(token, events)], generation: lastGeneration, file: file), for: fd)
+        return failed + install(fd, adding: true)
     }
 
     /// Forgets the entry of `fd`, whose last watcher left or whose number no longer names its
@@ -157,7 +192,7 @@ final class DescriptorSet {
     /// entry is removed, or went with the file, or lingers one-shot under the old file (see the
     /// type's comment): the removal's error is no news.
     private func drop(_ entry: Entry, for fd: Int32) -> [Int] {
-        entries.removeValue(forKey: fd)
+        forget(fd)
         if !entry.armed { restingCount -= 1 }
         if entry.alwaysReady {
             alwaysReadyCount -= 1
@@ -172,32 +207,24 @@ final class DescriptorSet {
     /// their descriptor closed. When `token` was the last watcher, errors are ignored: a closed
     /// descriptor has left the kernel set already (or lingers one-shot, see the type's comment).
     func remove(token: Int, fd: Int32) -> [Int] {
-        guard var entry = entries[fd], let index = entry.watchers.firstIndex(where: { $0.token == token }) else { return [] }
-        entry.watchers.remove(at: index)
-        entry.forgetWatcher(at: index)
-        if !entry.watchers.isEmpty {
-            if entry.alwaysReady {
-                entries[fd] = entry
-                return []
-            }
-            return install(entry, for: fd, adding: false)
+        guard let entry = entry(fd), let index = entry.watchers.firstIndex(where: { $0.token == token }) else { return [] }
+        guard entry.watchers.count > 1 else {
+            _ = drop(entry, for: fd)
+            return []
         }
-        _ = drop(entry, for: fd)
-        return []
+        entries[Int(fd)]!.watchers.remove(at: index)
+        entries[Int(fd)]!.forgetWatcher(at: index)
+        return entry.alwaysReady ? [] : install(fd, adding: false)
     }
 
     /// The readiness of `token`, a watcher of `fd`, was taken for its handler, about to run: the
     /// entry reports for it again from now on, re-armed if it rests. Returns the tokens of
     /// watchers whose re-arm showed their descriptor closed, each to be reported failed.
     func taken(token: Int, fd: Int32) -> [Int] {
-        guard var entry = entries[fd], entry.pending != 0 || !entry.armed,
+        guard Int(fd) < entries.count, let entry = entries[Int(fd)], entry.pending != 0 || !entry.armed,
             let index = entry.watchers.firstIndex(where: { $0.token == token }) else { return [] }
-        if index < 32 { entry.pending &= ~(1 << UInt32(index)) }
-        if entry.armed {
-            entries[fd] = entry
-            return []
-        }
-        return install(entry, for: fd, adding: false)
+        if index < 32 { entries[Int(fd)]!.pending &= ~(1 << UInt32(index)) }
+        return entry.armed ? [] : install(fd, adding: false)
     }
 
     /// Re-arms every resting entry and forgets what was reported: before a sleep, when no
@@ -205,14 +232,10 @@ final class DescriptorSet {
     /// its modes dropped readiness that waited (it may have joined again meanwhile).
     func rearmResting() -> [Int] {
         var failed: [Int] = []
-        for (fd, entry) in entries where entry.pending != 0 || !entry.armed {
-            var entry = entry
-            entry.pending = 0
-            if entry.armed {
-                entries[fd] = entry
-            } else {
-                failed += install(entry, for: fd, adding: false)
-            }
+        for index in entries.indices {
+            guard let entry = entries[index], entry.pending != 0 || !entry.armed else { continue }
+            entries[index]!.pending = 0
+            if !entry.armed { failed += install(Int32(index), adding: false) }
         }
         return failed
     }
@@ -237,7 +260,8 @@ final class DescriptorSet {
     /// names another file, is reported failed once and forgotten, never reported ready again.
     private func reportAlwaysReady<Sink: ReadinessSink>(to sink: Sink) {
         var gone: [(fd: Int32, entry: Entry)] = []
-        for (fd, entry) in entries where entry.alwaysReady {
+        for fd in watchedDescriptors {
+            guard let entry = entries[Int(fd)], entry.alwaysReady else { continue }
             guard entry.file.isNamed(by: fd) else {
                 gone.append((fd, entry))
                 continue
@@ -251,7 +275,8 @@ final class DescriptorSet {
 
     private func report<Sink: ReadinessSink>(_ event: epoll_event, to sink: Sink) {
         let fd = Int32(truncatingIfNeeded: event.data.u64)
-        guard var entry = entries[fd], entry.generation == UInt32(truncatingIfNeeded: event.data.u64 >> 32) else {
+        guard Int(fd) < entries.count, let entry = entries[Int(fd)],
+              entry.generation == UInt32(truncatingIfNeeded: event.data.u64 >> 32) else {
             return  // a lingering entry of a closed descriptor: one-shot, so never again
         }
         let bits = event.events
@@ -262,13 +287,12 @@ final class DescriptorSet {
         if told != .max && told & ~entry.pending == 0 {
             // Every watcher it is for waits for its handler: rest until one's readiness is taken
             // (taken(token:fd:)), instead of a re-arm and a report at every pass until then.
-            entry.armed = false
+            entries[Int(fd)]!.armed = false
             restingCount += 1
-            entries[fd] = entry
             return
         }
-        if told != .max { entry.pending |= told }
-        let failed = install(entry, for: fd, adding: false)
+        if told != .max { entries[Int(fd)]!.pending |= told }
+        let failed = install(fd, adding: false)
         // A re-arm succeeds only while `fd` still names the registered file, so only a failed one
         // needs to look: readiness of a file the number no longer names is an error alone.
         let stillNamed = failed.isEmpty || entry.file.isNamed(by: fd)
@@ -278,37 +302,34 @@ final class DescriptorSet {
         for token in failed { sink.noteReady(token, EvBackend.failed) }
     }
 
-    /// Puts `entry` into the kernel set (`EPOLL_CTL_ADD`) or re-arms it with its current mask
-    /// (`EPOLL_CTL_MOD`). Returns the tokens of a dead entry (its descriptor closed), which is
-    /// dropped; `errno` then says why.
-    private func install(_ entry: Entry, for fd: Int32, adding: Bool) -> [Int] {
-        var entry = entry
-        if !entry.armed {
+    /// Puts `fd`'s entry into the kernel set (`EPOLL_CTL_ADD`) or re-arms it with its current
+    /// mask (`EPOLL_CTL_MOD`). Returns the tokens of a dead entry (its descriptor closed), which
+    /// is dropped; `errno` then says why.
+    private func install(_ fd: Int32, adding: Bool) -> [Int] {
+        let index = Int(fd)
+        if !entries[index]!.armed {
             restingCount -= 1
-            entry.armed = true  // the entry is re-armed below, or dropped
+            entries[index]!.armed = true  // the entry is re-armed below, or dropped
         }
         var event = epoll_event()
-        event.events = entry.kernelMask
-        event.data.u64 = UInt64(UInt32(bitPattern: fd)) | UInt64(entry.generation) << 32
+        event.events = entries[index]!.kernelMask
+        event.data.u64 = UInt64(UInt32(bitPattern: fd)) | UInt64(entries[index]!.generation) << 32
         var result = retryingEINTR { epoll_ctl(descriptor, adding ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event) }
         if result != 0 && adding && errno == EEXIST {
             // The kernel kept an entry for this very file, added under a number since closed
             // (see the type's comment): take it over.
             result = retryingEINTR { epoll_ctl(descriptor, EPOLL_CTL_MOD, fd, &event) }
         }
-        if result == 0 {
-            entries[fd] = entry
-            return []
-        }
+        if result == 0 { return [] }
         if errno == EPERM && adding {
-            entry.alwaysReady = true
-            entries[fd] = entry
+            entries[index]!.alwaysReady = true
             alwaysReadyCount += 1
             return []
         }
         let error = errno
-        entries.removeValue(forKey: fd)
+        let tokens = entries[index]!.watchers.map(\.token)
+        forget(fd)
         errno = error
-        return entry.watchers.map(\.token)
+        return tokens
     }
 }

@@ -13,12 +13,13 @@ import Musl
 extension EvBackend {
     /// The watchers' tables, in an object made with the first watcher: a loop with no version-1
     /// source carries one pointer instead of three fields. Read with none, they are empty.
+    /// Loop's thread only, like the backend: its fields skip the run time's exclusivity check.
     final class WatcherTables {
         /// Watchers of version-1 sources, by token.
-        var watchers: [Int: WatcherKind] = [:]
-        var nextWatcherToken = 0
+        @exclusivity(unchecked) var watchers: [Int: WatcherKind] = [:]
+        @exclusivity(unchecked) var nextWatcherToken = 0
         /// Started signal watchers: the tokens watching each signal.
-        var signalTokens: [Int32: Set<Int>] = [:]
+        @exclusivity(unchecked) var signalTokens: [Int32: Set<Int>] = [:]
         /// The libev libraries' loop, made for the first ``EvLibevSource``.
         @exclusivity(unchecked) var library: LibraryLoop?
         /// ``library`` while one of its version-1 watchers is started: the loop sleeps in it.
