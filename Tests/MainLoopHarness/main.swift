@@ -43,6 +43,19 @@ case "common-mode-only":
     _ = main.run(mode: tracking, timeout: .seconds(30), returnAfterSourceHandled: true)
     print("ran in tracking after common: \(ran.value)")
 
+case "mode-made-common-during-its-run":
+    // R17, C116: once made common, the running mode counts the main queue as CF counts it, so
+    // it is not empty when its last timer has fired; this run does not service the queue.
+    let tracking = EvRunLoop.Mode("tracking")
+    let ran = Box()
+    main.add(EvTimer(after: .milliseconds(1)) { _ in
+        main.addCommonMode(tracking)
+        DispatchQueue.main.async { ran.value = true }
+    }, forMode: tracking)
+    print("result: \(main.run(mode: tracking, timeout: .milliseconds(50))), main queue serviced: \(ran.value)")
+    _ = main.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+    print("then serviced by the next run: \(ran.value)")
+
 case "sleeps-in-libev":
     mainLoopSleepsInLibev(main)
 

@@ -209,7 +209,9 @@ extension EvRunLoop {
     private func stoppedOrFinished(_ run: RunContext) -> RunResult? {
         state.withLock { state in
             if state.runs[run.frame].isStopped { return .stopped }
-            if run.servicesMainQueue { return nil }  // R17
+            // R17, C116: asked at every check, as CF does, so a mode of the main loop made common
+            // during its run counts the main queue from then on (which this run does not service).
+            if isMain && state.isCommon(run.mode) && !state.isServicingMainQueue { return nil }
             return isEmpty(run.modeState, otherCommonModes: state.otherCommonModes) ? .finished : nil
         }
     }

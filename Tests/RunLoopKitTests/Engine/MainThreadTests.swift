@@ -50,6 +50,12 @@ import Testing
         #expect(try harness("empty-common-mode") == ["result: timedOut"])
     }
 
+    @Test func R17_C116_aModeMadeCommonDuringItsRunIsNotEmptyThereafter() throws {
+        #expect(try harness("mode-made-common-during-its-run") == [
+            "result: timedOut, main queue serviced: false", "then serviced by the next run: true",
+        ])
+    }
+
     @Test func R60_nestedRunInMainQueueBlockDoesNotServiceTheMainQueue() throws {
         #expect(try harness("nested-run-in-main-queue-block") == ["order: nested finished, second"])
     }
