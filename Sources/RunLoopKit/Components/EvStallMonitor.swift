@@ -33,12 +33,15 @@ public enum EvStallMonitorError: Error, Sendable, Equatable, CustomStringConvert
 /// An observer (order `Int.min`, in ``Configuration/modes``, typically the common modes of the
 /// main loop) records each phase the loop enters and when; a watchdog thread looks at it. The
 /// time after BeforeSources is spent in perform-blocks and version-0 sources (R20 steps 3–5), the
-/// time after AfterWaiting in timers, version-1 sources and the main queue (R20 steps 11–12): when
-/// the loop stays in either for ``Configuration/threshold`` ``Configuration/consecutiveThresholds``
-/// times in a row (80 ms × 3 by default, the usual choice of CF stall monitors) without entering another phase, one
-/// ``Report`` is made for that phase — with the loop, the mode, the phase, how long so far and,
-/// where the platform allows, a backtrace of the stalled thread (see ``EvStallBacktrace``). A
-/// loop asleep (BeforeWaiting) is idle, not stalled.
+/// time after AfterWaiting in timers, version-1 sources and the main queue (R20 steps 11–12), and
+/// every phase begins with its observers: when the loop stays in one phase for
+/// ``Configuration/threshold`` ``Configuration/consecutiveThresholds`` times in a row (80 ms × 3
+/// by default, the usual choice of CF stall monitors) without entering another, one ``Report`` is
+/// made for that phase — with the loop, the mode, the phase, the callout it runs, how long so far
+/// and, where the platform allows, a backtrace of the stalled thread (see ``EvStallBacktrace``).
+/// A loop asleep (after BeforeWaiting's observers) or outside every run (after Exit's) is idle,
+/// not stalled. When a run nested in a callout exits, the run it interrupted is in its phase
+/// again, timed from then.
 ///
 /// Cost: each observer callout reads the clock and does two atomic operations; no lock, no
 /// system call, except one semaphore post when the watchdog is parked. The watchdog parks while
@@ -152,9 +155,10 @@ public final class EvStallMonitor: Sendable {
         try core.start(observer: observer)
     }
 
-    /// Stops the monitor: no report after this returns (a report being delivered on the
-    /// watchdog thread finishes), the observer leaves every mode, the watchdog thread ends —
-    /// from another thread, `stop` waits until it has exited. Stopping twice does nothing.
+    /// Stops the monitor: no report after this returns (a stall the watchdog saw before is
+    /// still delivered, backtrace and all, before it returns), the observer leaves every mode,
+    /// the watchdog thread ends — from another thread, `stop` waits until it has exited.
+    /// Stopping twice does nothing.
     ///
     /// - Thread: any, including the watchdog (from ``init(loop:configuration:onStall:)``'s
     ///   `onStall`) and the loop's own thread.

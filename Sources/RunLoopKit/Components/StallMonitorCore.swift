@@ -57,6 +57,9 @@ final class StallMonitorCore: Sendable {
     private let thresholdNanoseconds: UInt64
 
     private let phaseWord = Atomic<UInt64>(0)
+    /// The phase of each run in progress that the observer saw enter, innermost last (loop's
+    /// thread only): when a nested run exits, the run it interrupted is in its phase again.
+    @exclusivity(unchecked) nonisolated(unsafe) private var runPhases: [Phase] = []
     private let parked = Atomic<Bool>(false)
     private let stopping = Atomic<Bool>(false)
     private let wake = DispatchSemaphore(value: 0)
@@ -98,10 +101,20 @@ final class StallMonitorCore: Sendable {
     /// The observer's callout, on the loop's thread, for every phase.
     func record(_ activity: EvRunLoop.Activity) {
         if !loopThreadKnown.load(ordering: .relaxed) { learnLoopThread() }
-        let phase = Phase(activity)
+        var phase = Phase(activity)
+        switch phase {
+        case .entry: runPhases.append(.entry)
+        case .exit:
+            _ = runPhases.popLast()
+            // A nested run returned into a callout of the run it interrupted: that run's phase
+            // goes on from now.
+            if let interrupted = runPhases.last { phase = interrupted }
+        default:
+            if runPhases.isEmpty { runPhases.append(phase) } else { runPhases[runPhases.count - 1] = phase }
+        }
         let elapsed = UInt64(max(MonotonicTime.now().nanoseconds &- epoch.nanoseconds, 0))
         phaseWord.store(elapsed << 8 | phase.rawValue, ordering: .sequentiallyConsistent)
-        if phase == .exit {
+        if activity == .exit {
             // The run ends (and after the outermost, perhaps the thread): wait out a capture.
             captureGuard.withLock { _ in }
         }
@@ -171,25 +184,31 @@ final class StallMonitorCore: Sendable {
             wakeups.add(1, ordering: .relaxed)
             let word = phaseWord.load(ordering: .sequentiallyConsistent)
             let phase = Phase(rawValue: word & 0xFF) ?? .none
-            switch phase {
-            case .beforeSources, .afterWaiting:
-                guard word != reported else {
-                    park(seen: word)  // reported once per phase: wait for the next one
-                    continue
-                }
-                let elapsed = sinceEpoch() &- (word >> 8)
-                if elapsed >= limit {
-                    report(word: word, phase: phase, elapsed: elapsed)
-                    reported = word
-                } else {
-                    // Look again at the next threshold boundary of this phase.
-                    sleep(nanoseconds: (elapsed / thresholdNanoseconds + 1) * thresholdNanoseconds - elapsed)
-                }
-            case .entry, .beforeTimers:
-                sleep(nanoseconds: thresholdNanoseconds)
-            case .none, .beforeWaiting, .exit:
-                park(seen: word)  // asleep or outside a run: nothing can stall until the next phase
+            // Asleep, or outside a run, or reported once for this phase: wait for the next one.
+            guard word != reported, !isIdle(in: phase) else {
+                park(seen: word)
+                continue
             }
+            let elapsed = sinceEpoch() &- (word >> 8)
+            if elapsed < limit {
+                // Look again at the next threshold boundary of this phase.
+                sleep(nanoseconds: (elapsed / thresholdNanoseconds + 1) * thresholdNanoseconds - elapsed)
+            } else if phaseWord.load(ordering: .sequentiallyConsistent) == word && !isIdle(in: phase) {
+                report(word: word, phase: phase, elapsed: elapsed)
+                reported = word
+            }
+        }
+    }
+
+    /// Whether the loop, last seen entering `phase`, is idle rather than stalled: asleep after
+    /// BeforeWaiting's observers, or out of every run after Exit's. Until then the observers of
+    /// that phase run, and may stall like any callout.
+    private func isIdle(in phase: Phase) -> Bool {
+        switch phase {
+        case .none: true
+        case .beforeWaiting: loop.isWaiting
+        case .exit: !loop.isRunning
+        case .entry, .beforeTimers, .beforeSources, .afterWaiting: false
         }
     }
 
@@ -214,6 +233,9 @@ final class StallMonitorCore: Sendable {
     }
 
     private func report(word: UInt64, phase: Phase, elapsed: UInt64) {
+        // Stopped before the stall was seen: "no report after stop() returns". One seen before
+        // is delivered (stop() waits for it), however long its backtrace takes.
+        guard !stopping.load(ordering: .sequentiallyConsistent) else { return }
         let mode = loop.currentMode
         let callout = loop.currentCallout
         var backtrace: EvStallBacktrace?
@@ -231,8 +253,6 @@ final class StallMonitorCore: Sendable {
             mode: mode, phase: phase.activity, callout: callout, duration: .nanoseconds(Int64(clamping: elapsed)),
             thresholdsExceeded: Int(elapsed / thresholdNanoseconds), backtrace: backtrace,
             backtraceUnavailableReason: reason)
-        // Stopped meanwhile: "no report after stop() returns".
-        guard !stopping.load(ordering: .sequentiallyConsistent) else { return }
         stalls.add(1, ordering: .relaxed)
         if configuration.reportsToStandardError {
             let text = report.description + "\n"
