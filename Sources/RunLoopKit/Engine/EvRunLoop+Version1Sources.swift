@@ -87,6 +87,7 @@ extension EvRunLoop {
         sourceState.modes.remove(leaving)
         for mode in leaving {
             if state.existingModeState(mode)?.changeSourceCount(by: -1) == true { notePassViewChanged() }
+            state.existingModeState(mode)?.readySources.remove(core)
             state.existingModeState(mode)?.watchedSources.removeValue(forKey: id)
             if case .libev = core.kind { state.existingModeState(mode)?.libevSourceCount -= 1 }
         }

@@ -47,6 +47,14 @@ struct ReadyQueue {
         }
     }
 
+    /// Drops `core`'s entries: it left the mode, and the loop keeps no reference to a source
+    /// it no longer holds (its handler's captures go with it).
+    mutating func remove(_ core: EvSource1Core) {
+        guard entries[head...].contains(where: { $0.core === core }) else { return }
+        entries = entries[head...].filter { $0.core !== core }
+        head = 0
+    }
+
     private mutating func dropStale(_ isLive: (EvSource1Core, UInt64) -> Bool) {
         entries = entries[head...].filter { isLive($0.core, $0.sequence) }
         head = 0

@@ -41,10 +41,13 @@ public final class EvMessagePort<Message: Sendable>: EvVersion1Source, @unchecke
         self.queue = queue
         super.init(core: EvSource1Core(
             kind: .port, order: order,
-            perform: { _, _ in
+            perform: { core, _ in
                 guard let (message, more) = queue.takeFirst() else { return false }
+                // More wait: the port is ready again before its handler runs, so a run nested in
+                // the handler takes them, as CF's port stays in its port set.
+                if more, let loop = core.state.withLock({ $0.loop }) { loop.markReady(core, events: ReadinessBits.readable) }
                 handler(message)
-                return more
+                return false
             },
             hasPendingWork: { queue.count > 0 }))
     }

@@ -199,3 +199,50 @@ import TestSupport
         #expect(result == .handledSource)
     }
 }
+
+/// A port's messages and the loop's references to it.
+@Suite struct MessagePortNestingTests {
+    /// A run nested in a port's handler takes the port's next message, as CF's port, which stays
+    /// in its port set, is received by a nested run (HowOneRunGoes: a nested run skips only a
+    /// running timer and a running observer). It waited until the handler returned.
+    @Test func aRunNestedInAPortsHandlerTakesItsNextMessage() {
+        let log = EventLog<String>()
+        let nested = Box<EvRunLoop.RunResult?>(nil)
+        let port = EvMessagePort<Int> { message in
+            log.append("\(message) begins")
+            if message == 1 { nested.set(EvRunLoop.current.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)) }
+            log.append("\(message) ends")
+        }
+        try! port.send(1)
+        try! port.send(2)
+        _ = onLoopThread { loop -> EvRunLoop.RunResult in
+            loop.add(port, forMode: .default)
+            return loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+        }
+        #expect(nested.get == .handledSource)
+        #expect(log.all == ["1 begins", "2 begins", "2 ends", "1 ends"])
+    }
+
+    /// A source ready in two modes and handled in one leaves an out-of-date entry in the
+    /// other's ready queue; once it is invalidated and dropped, the loop keeps no reference to
+    /// it, so its handler's captures go.
+    @Test func anInvalidatedPortReadyInTwoModesIsNotKeptByTheLoop() {
+        final class Captured: Sendable {}
+        let released = onLoopThread { loop -> Bool in
+            let tracking = EvRunLoop.Mode("tracking")
+            weak var captured: Captured?
+            do {
+                let object = Captured()
+                captured = object
+                let port = EvMessagePort<Int> { _ in _ = object }
+                loop.add(port, forMode: .default)
+                loop.add(port, forMode: tracking)
+                try! port.send(1)
+                _ = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+                port.invalidate()
+            }
+            return captured == nil
+        }
+        #expect(released)
+    }
+}
