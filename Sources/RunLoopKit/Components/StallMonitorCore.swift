@@ -13,9 +13,11 @@ import Musl
 /// shifted left by 8, or'ed with the phase code — with a single atomic store, so the watchdog
 /// always reads a consistent (phase, start time) pair without a lock. Consecutive words always
 /// differ (time moves on), so "the word has not changed" means "the loop is still in that phase".
-final class StallMonitorCore: Sendable {
+final class StallMonitorCore: WaitCalloutWatcher {
     private enum Phase: UInt64 {
         case none = 0, entry, beforeTimers, beforeSources, beforeWaiting, afterWaiting, exit
+        /// Library code that libev runs inside the wait, after BeforeWaiting (reported as it).
+        case calloutInWait
 
         init(_ activity: EvRunLoop.Activity) {
             switch activity {
@@ -34,7 +36,7 @@ final class StallMonitorCore: Sendable {
             case .entry: .entry
             case .beforeTimers: .beforeTimers
             case .beforeSources: .beforeSources
-            case .beforeWaiting: .beforeWaiting
+            case .beforeWaiting, .calloutInWait: .beforeWaiting
             case .afterWaiting: .afterWaiting
             }
         }
@@ -112,12 +114,22 @@ final class StallMonitorCore: Sendable {
         default:
             if runPhases.isEmpty { runPhases.append(phase) } else { runPhases[runPhases.count - 1] = phase }
         }
-        let elapsed = UInt64(max(MonotonicTime.now().nanoseconds &- epoch.nanoseconds, 0))
-        phaseWord.store(elapsed << 8 | phase.rawValue, ordering: .sequentiallyConsistent)
+        publish(phase)
         if activity == .exit {
             // The run ends (and after the outermost, perhaps the thread): wait out a capture.
             captureGuard.withLock { _ in }
         }
+    }
+
+    /// Library code runs inside the wait (its thread is busy, not asleep), or is done.
+    func calloutInWait(begins: Bool) {
+        publish(begins ? .calloutInWait : .beforeWaiting)
+    }
+
+    /// The loop entered `phase` now: one atomic store, and the watchdog woken if parked.
+    private func publish(_ phase: Phase) {
+        let elapsed = UInt64(max(MonotonicTime.now().nanoseconds &- epoch.nanoseconds, 0))
+        phaseWord.store(elapsed << 8 | phase.rawValue, ordering: .sequentiallyConsistent)
         if parked.load(ordering: .sequentiallyConsistent), parked.exchange(false, ordering: .sequentiallyConsistent) {
             wake.signal()
         }
@@ -154,6 +166,7 @@ final class StallMonitorCore: Sendable {
                 throw .threadCreationFailed(errno: error.errno)
             }
         }
+        loop.waitCalloutWatchers.withLock { $0.append(self) }
         for mode in configuration.modes { loop.add(observer, forMode: mode) }
     }
 
@@ -168,6 +181,7 @@ final class StallMonitorCore: Sendable {
         stopping.store(true, ordering: .sequentiallyConsistent)
         wake.signal()
         observer.invalidate()
+        loop.waitCalloutWatchers.withLock { $0.removeAll { $0 === self } }
         watchdog.join()  // on the watchdog itself (from onStall): marks it to be joined at exit instead
     }
 
@@ -208,7 +222,7 @@ final class StallMonitorCore: Sendable {
         case .none: true
         case .beforeWaiting: loop.isWaiting
         case .exit: !loop.isRunning
-        case .entry, .beforeTimers, .beforeSources, .afterWaiting: false
+        case .entry, .beforeTimers, .beforeSources, .afterWaiting, .calloutInWait: false
         }
     }
 

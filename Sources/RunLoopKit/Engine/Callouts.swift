@@ -81,6 +81,16 @@ enum Callout {
 
 extension EvRunLoop: LoopWaiterOwner {
     func libraryCalloutInWait(_ body: () -> Void) {
+        // No observer activity marks code run inside the wait: stall monitors are told directly.
+        let watchers = waitCalloutWatchers.withLock { $0 }
+        for watcher in watchers { watcher.calloutInWait(begins: true) }
         Callout.libevSourceInWait(on: self, body)
+        for watcher in watchers { watcher.calloutInWait(begins: false) }
     }
+}
+
+/// Told when library code runs inside a loop's wait (an ``EvStallMonitor``'s core), where no
+/// observer sees it. Loop's thread.
+protocol WaitCalloutWatcher: AnyObject, Sendable {
+    func calloutInWait(begins: Bool)
 }

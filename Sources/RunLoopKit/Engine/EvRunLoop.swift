@@ -59,6 +59,8 @@ public final class EvRunLoop: Sendable {
     /// The timers step's list of due timers, kept with its capacity between passes so that a
     /// fire allocates nothing (see ``fireDueTimers(_:_:at:_:)``). Loop's thread only.
     @exclusivity(unchecked) nonisolated(unsafe) var dueTimersScratch: [TimerHeap.Entry] = []
+    /// Stall monitors of this loop, told of callouts inside its wait (see ``WaitCalloutWatcher``).
+    let waitCalloutWatchers = Locked<[any WaitCalloutWatcher]>([])
     /// True while an executor's job runs (loop's thread only): a run nested in it leaves the
     /// other jobs queued until it returns, since a serial executor runs one job at a time (an
     /// actor's method must not see another of its jobs start inside it).

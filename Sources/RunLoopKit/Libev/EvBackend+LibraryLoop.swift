@@ -151,7 +151,7 @@ extension EvBackend {
     }
 
     /// Runs the libraries' callbacks pending before this loop's poll: the prepare and fork
-    /// watchers libev just queued, or events fed since the last batch. libev runs them there,
+    /// watchers libev just queued. libev runs them there,
     /// before it blocks; held back for the version-1 step, a prepare watcher, queued again by
     /// every wait, would never let the loop block. A run nested in one of them that waited has
     /// ended this sleep's phase and moved its deadline: this sleep ends too, and the engine

@@ -116,6 +116,9 @@ final class LibraryLoop {
             fatalError("EvLibevSource: ev_loop_destroy was called on its libev loop; only RunLoopKit destroys it, when the loop's thread exits")
         }
         require(runDepth > 0, "EvLibevSource: ev_run was called on its libev loop; RunLoopKit runs it (run the EvRunLoop instead)")
+        // `ev_run` first runs what is pending from before (events fed since): those are events,
+        // for the version-1 step; later looks before the poll find prepare and fork watchers.
+        let isFirstLook = !hookRan
         hookRan = true
         let pending = ev_pending_count(loop)
         if pending != placeholders {
@@ -127,7 +130,7 @@ final class LibraryLoop {
                 // Only the loop's own: libev runs them, and drops the placeholders.
                 ev_invoke_pending(loop)
                 placeholders = 0
-            } else if !polled && !holdsEvents {
+            } else if !polled && !holdsEvents && !isFirstLook {
                 // Before the poll, with no earlier events waiting for the version-1 step.
                 backend.runLibraryCallbacksBeforePoll(self)
                 callbacksRan = true

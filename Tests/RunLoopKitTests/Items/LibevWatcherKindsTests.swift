@@ -38,6 +38,29 @@ import Testing
         #expect(log.all == ["prepare", "readable"])
     }
 
+    /// An event a library feeds from library code (`ev_feed_event`) is an event like any other:
+    /// its callback runs in the version-1 step, as a handled source, not inside the wait.
+    @Test func aFedEventRunsInTheVersion1StepAsAHandledSource() {
+        let pipe = TestPipe()
+        let log = EventLog<String>()
+        let result = onLoopThread { loop -> EvRunLoop.RunResult in
+            let source = EvLibevSource()
+            loop.add(source, forMode: .default)
+            loop.add(phaseLogger(log, [.beforeWaiting, .afterWaiting]), forMode: .default)
+            let reader = LibraryWatcher(.readable(pipe.readEnd)) { log.append("fed") }
+            source.withEventLoop { evLoop in
+                reader.start(evLoop)
+                reader.feed(evLoop, Int32(EV_READ))
+            }
+            let result = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            source.withEventLoop { reader.stop($0) }
+            source.invalidate()
+            return result
+        }
+        #expect(result == .handledSource)
+        #expect(log.all == ["beforeWaiting", "afterWaiting", "fed"])
+    }
+
     /// libev runs fork watchers once after `ev_loop_fork`, before its next poll, and then
     /// rebuilds its kernel state; held back, they were queued again at every wait.
     @Test func aForkWatcherRunsOnceAfterEvLoopFork() {
@@ -146,4 +169,46 @@ import Testing
 /// Keeps a watcher alive past the loop thread's exit (libev still holds it then).
 private final class KeptWatcher: @unchecked Sendable {
     var watcher: LibraryWatcher?
+}
+
+/// A stall monitor sees library code that runs inside the wait.
+@Suite struct LibevWatcherStallTests {
+    /// A prepare callback runs after BeforeWaiting, inside the wait: the loop's thread is busy
+    /// there, not asleep, and a stall in it is reported as the libev sources' callout.
+    @Test func aPrepareCallbackThatStallsIsReported() throws {
+        let reports = EventLog<EvStallMonitor.Report>()
+        let reported = Latch()
+        let monitorStarted = Latch()
+        let (loop, finished) = startLoopThread { loop in
+            let source = EvLibevSource()
+            loop.add(source, forMode: .default)
+            var stalled = false
+            let prepare = LibraryWatcher(.prepare) {
+                guard !stalled else { return }
+                stalled = true
+                #expect(reported.wait(timeout: 30), "the stall was never reported")
+                loop.stop()
+            }
+            #expect(monitorStarted.wait())
+            source.withEventLoop { prepare.start($0) }
+            _ = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            source.withEventLoop { prepare.stop($0) }
+            source.invalidate()
+        }
+        let monitor = EvStallMonitor(
+            loop: loop,
+            configuration: EvStallMonitor.Configuration(
+                threshold: .milliseconds(5), consecutiveThresholds: 3, backtrace: .none, reportsToStandardError: false)
+        ) { report in
+            reports.append(report)
+            reported.open()
+        }
+        try monitor.start()
+        monitorStarted.open()
+        #expect(finished.wait())
+        monitor.stop()
+        let report = try #require(reports.all.first)
+        #expect(report.callout == .libevSource)
+        #expect(report.phase == .beforeWaiting)
+    }
 }

@@ -73,6 +73,11 @@ final class LibraryWatcher {
 
     var isActive: Bool { clibev_is_active(watcher) != 0 }
 
+    /// Feeds `events` to the watcher, as a library that has an event for it at hand does.
+    func feed(_ evLoop: OpaquePointer, _ events: Int32) {
+        ev_feed_event(evLoop, watcher, events)
+    }
+
     deinit {
         watcher.deallocate()
     }
