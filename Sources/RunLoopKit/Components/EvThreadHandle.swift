@@ -29,6 +29,8 @@ final class EvThreadHandle: Sendable {
         var phase = Phase.running
         var thread: pthread_t?
         var waiters = 0
+        /// The body returned while nobody had asked for a join yet.
+        var bodyReturned = false
     }
 
     private let state = Locked(State())
@@ -114,9 +116,16 @@ final class EvThreadHandle: Sendable {
     /// Marks the thread to be joined when its body returns unless someone joins it first; for
     /// an owner that will not wait.
     func joinWhenDone() {
-        state.withLock { state in
-            if state.phase == .running { state.phase = .joinAtExit }
+        let finished = state.withLock { state -> pthread_t? in
+            guard state.phase == .running else { return nil }
+            guard state.bodyReturned, let thread = state.thread else {
+                state.phase = .joinAtExit
+                return nil
+            }
+            state.phase = .joining  // past its body already: joined now, as it would have been at its end
+            return thread
         }
+        if let finished { DispatchQueue.global().async { self.joinNow(finished) } }
     }
 
     /// Joins `thread` (this handle's), then lets whoever waits for the join go.
@@ -134,7 +143,10 @@ final class EvThreadHandle: Sendable {
     /// queue, which waits the moment its exit takes (thread-local destructors run after this).
     private func bodyReturned() {
         let thread = state.withLock { state -> pthread_t? in
-            guard state.phase == .joinAtExit, let thread = state.thread else { return nil }
+            guard state.phase == .joinAtExit, let thread = state.thread else {
+                state.bodyReturned = true
+                return nil
+            }
             state.phase = .joining
             return thread
         }
