@@ -51,6 +51,7 @@ let stallMonitor = EvStallMonitor(loop: .main, logger: logger)  // stall reports
 // A synchronous main: runMain runs EvRunLoop.main on this thread until the body returns.
 try EvRunLoop.runMain {
     try stallMonitor.start()
+    try worker.start()  // before the group starts its services at once: no early tick finds it idle
     try await group.run()
     stallMonitor.stop()
     logger.info("service group finished", metadata: ["worker": "\(worker.state)"])
