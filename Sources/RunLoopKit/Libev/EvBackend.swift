@@ -72,7 +72,9 @@ final class EvBackend: LoopWaiter, ReadinessSink {
     /// The timerfd could not be made or armed for the planned deadline: the fallback stands in.
     @exclusivity(unchecked) var deadlineUnarmed = false
     /// The run loop this wait is for: library callbacks that run inside the wait are its callouts.
-    weak var owner: LoopWaiterOwner?
+    /// Unowned: the loop owns its wait, and a weak reference would move the loop's reference
+    /// count out of line, slowing every retain and release of it.
+    unowned(unsafe) var owner: LoopWaiterOwner?
     /// The watchers of version-1 sources, made with the first (see ``WatcherTables``).
     @exclusivity(unchecked) var watcherTables: WatcherTables?
     /// Callers' descriptors, watched in a set of the loop's own (made at first use).
