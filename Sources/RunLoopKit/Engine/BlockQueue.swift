@@ -23,6 +23,10 @@ struct BlockQueue {
                 loop.isRunningJob = true
                 Callout.block({ job.runSynchronously(on: executor.asUnownedSerialExecutor()) }, on: loop)
                 loop.isRunningJob = false
+                if loop.heldBackJobs {
+                    loop.heldBackJobs = false
+                    loop.wakeUp()
+                }
             }
         }
 
@@ -175,9 +179,9 @@ struct BlockQueue {
 
     /// Puts the executor jobs among `taken` (just taken out, in sequence order) back in the
     /// common lane, where every job is queued, at their places: a step that runs nested in a job
-    /// runs the other blocks only.
-    mutating func keepJobsQueued(_ taken: inout [Entry]) {
-        guard taken.contains(where: { $0.work.isJob }) else { return }
+    /// runs the other blocks only. Returns whether it held any back.
+    mutating func keepJobsQueued(_ taken: inout [Entry]) -> Bool {
+        guard taken.contains(where: { $0.work.isJob }) else { return false }
         for entry in taken where entry.work.isJob {
             let place = common.entries.partitioningIndex { $0.sequence > entry.sequence }
             common.entries.insert(entry, at: place)
@@ -185,6 +189,7 @@ struct BlockQueue {
             pendingCount += 1
         }
         taken.removeAll { $0.work.isJob }
+        return true
     }
 
     /// Keeps `buffer`, emptied by a step, for the next lane taken, unless a buffer is kept

@@ -82,7 +82,7 @@ extension EvRunLoop {
         let insideJob = isRunningJob
         var (own, common, watchCommon, end) = pendingBlocks.withLock { queue in
             var (own, common) = queue.takeRunnable(in: run.mode, isCommon: isCommon)
-            if insideJob { queue.keepJobsQueued(&common) }
+            if insideJob && queue.keepJobsQueued(&common) { heldBackJobs = true }
             clearBlockHints(queue)
             return (own, common, !isCommon && queue.hasCommonBlocks, queue.nextSequence)
         }
@@ -108,7 +108,7 @@ extension EvRunLoop {
             watchCommon = false
             common = pendingBlocks.withLock { queue in
                 var joined = queue.takeCommon(scheduledIn: sequence + 1..<end)
-                if insideJob { queue.keepJobsQueued(&joined) }
+                if insideJob && queue.keepJobsQueued(&joined) { heldBackJobs = true }
                 clearBlockHints(queue)
                 return joined
             }

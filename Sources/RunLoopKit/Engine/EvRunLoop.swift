@@ -65,6 +65,9 @@ public final class EvRunLoop: Sendable {
     /// other jobs queued until it returns, since a serial executor runs one job at a time (an
     /// actor's method must not see another of its jobs start inside it).
     @exclusivity(unchecked) nonisolated(unsafe) var isRunningJob = false
+    /// A run nested in the running job left jobs queued (loop's thread only): its waits may
+    /// have taken their wake-ups, so the job's end wakes the loop for them.
+    @exclusivity(unchecked) nonisolated(unsafe) var heldBackJobs = false
     /// Guards cross-thread ``wakeUp()`` against teardown without taking ``state``: the count of
     /// wake-ups in flight, plus ``wakeGateClosed`` once the loop is dead.
     private let wakeGate = Atomic<Int>(0)

@@ -16,33 +16,6 @@ private actor LoopPinnedCounter {
     }
 }
 
-/// An actor whose method runs its loop nested, with a job of its own queued meanwhile.
-private actor LoopPinnedNester {
-    let executor: EvRunLoopExecutor
-    private var isInsideNestedRun = false
-    private(set) var probesSawInside: [Bool] = []
-
-    init(loop: EvRunLoop) { executor = EvRunLoopExecutor(loop) }
-    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
-
-    /// Queues a job of this actor, then runs the loop nested (three passes and a timed wait);
-    /// the job must not start until this method has returned.
-    /// Returns the job, and whether a plain block queued meanwhile ran in the nested run.
-    func runNested() -> (probe: Task<Void, Never>, blockRan: Bool) {
-        isInsideNestedRun = true
-        let probe = Task { self.probe() }
-        let loop = EvRunLoop.current
-        let blockRan = Box(false)
-        loop.perform { blockRan.set(true) }
-        for _ in 0..<3 { _ = loop.run(mode: .default, timeout: .zero) }
-        _ = loop.run(mode: .default, timeout: .milliseconds(20))
-        isInsideNestedRun = false
-        return (probe, blockRan.get)
-    }
-
-    private func probe() { probesSawInside.append(isInsideNestedRun) }
-}
-
 private struct Failure: Error, Equatable { let code: Int }
 
 @Suite struct ConcurrencyTests {
@@ -69,17 +42,6 @@ private struct Failure: Error, Equatable { let code: Int }
             #expect(pthread_equal(ranOn, thread) != 0)
         }
         #expect(counts == Array(1...100))
-        loop.stop()
-        #expect(finished.wait())
-    }
-
-    @Test func aRunNestedInAnActorsMethodRunsNoOtherJobOfTheExecutor() async {
-        let (loop, _, finished) = runningLoop()
-        let nester = LoopPinnedNester(loop: loop)
-        let (probe, blockRan) = await nester.runNested()
-        await probe.value
-        #expect(await nester.probesSawInside == [false])
-        #expect(blockRan)  // plain blocks still run in the nested run
         loop.stop()
         #expect(finished.wait())
     }
