@@ -2,13 +2,6 @@ import Foundation
 import RunLoopKit
 import Testing
 
-/// Small thresholds keep the suite fast.
-private func quickConfiguration(_ backtrace: EvStallMonitor.BacktraceStyle = .none) -> EvStallMonitor.Configuration {
-    EvStallMonitor.Configuration(
-        threshold: .milliseconds(5), consecutiveThresholds: 3, modes: [.common], backtrace: backtrace,
-        reportsToStandardError: false, watchdogName: "ev-stall-phase")
-}
-
 /// EvStallMonitor: stalls wherever the loop's thread is busy in a monitored run, not only in
 /// the two phases where sources and timers run.
 @Suite struct StallMonitorPhaseTests {
@@ -27,7 +20,7 @@ private func quickConfiguration(_ backtrace: EvStallMonitor.BacktraceStyle = .no
             }, forMode: .default)
             loop.run(mode: .default, timeout: .seconds(30))
         }
-        let monitor = EvStallMonitor(loop: loop, configuration: quickConfiguration()) { report in
+        let monitor = EvStallMonitor(loop: loop, configuration: quickStallConfiguration()) { report in
             reports.append(report)
             reported.open()
         }
@@ -51,7 +44,7 @@ private func quickConfiguration(_ backtrace: EvStallMonitor.BacktraceStyle = .no
             loop.add(keepAliveTimer(), forMode: .default)
             loop.run(mode: .default, timeout: .seconds(30))
         }
-        let monitor = EvStallMonitor(loop: loop, configuration: quickConfiguration()) { report in
+        let monitor = EvStallMonitor(loop: loop, configuration: quickStallConfiguration()) { report in
             reports.append(report)
             reported.open()
         }
@@ -84,7 +77,7 @@ private func quickConfiguration(_ backtrace: EvStallMonitor.BacktraceStyle = .no
             loop.add(keepAliveTimer(), forMode: .default)
             loop.run(mode: .default, timeout: .seconds(30))
         }
-        let monitor = EvStallMonitor(loop: loop, configuration: quickConfiguration(.symbolicated)) { reports.append($0) }
+        let monitor = EvStallMonitor(loop: loop, configuration: quickStallConfiguration(.symbolicated)) { reports.append($0) }
         monitorBox.set(monitor)
         try monitor.start()
         try loop.perform(inModes: [.default], waitUntilDone: false) {

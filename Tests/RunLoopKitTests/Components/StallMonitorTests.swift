@@ -4,8 +4,8 @@ import Testing
 
 private let tracking = EvRunLoop.Mode("UITrackingRunLoopMode")
 
-/// Small thresholds keep the suite fast; the defaults are checked separately.
-private func quickConfiguration(
+/// Small thresholds keep the stall-monitor tests fast; the defaults are checked separately.
+func quickStallConfiguration(
     _ backtrace: EvStallMonitor.BacktraceStyle = .none, modes: [EvRunLoop.Mode] = [.common], name: String = "ev-stall-test"
 ) -> EvStallMonitor.Configuration {
     EvStallMonitor.Configuration(
@@ -47,7 +47,7 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
             loop.add(keepAliveTimer(), forMode: .default)
             loop.run(mode: .default, timeout: .seconds(30))
         }
-        let monitor = EvStallMonitor(loop: loop, configuration: quickConfiguration()) { report in
+        let monitor = EvStallMonitor(loop: loop, configuration: quickStallConfiguration()) { report in
             reports.append(report)
             reported.open()
         }
@@ -85,7 +85,7 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
             loop.add(EvTimer(after: .milliseconds(50)) { _ in stallUntilReported(reported) }, forMode: tracking)
             loop.run(mode: tracking, timeout: .seconds(30))
         }
-        let monitor = EvStallMonitor(loop: loop, configuration: quickConfiguration()) { report in
+        let monitor = EvStallMonitor(loop: loop, configuration: quickStallConfiguration()) { report in
             reports.append(report)
             reported.open()
         }
@@ -111,7 +111,7 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
             }, forMode: .default)
             loop.run(mode: .default, timeout: .seconds(30))
         }
-        let monitor = EvStallMonitor(loop: loop, configuration: quickConfiguration()) { report in
+        let monitor = EvStallMonitor(loop: loop, configuration: quickStallConfiguration()) { report in
             reports.append(report)
             reported.open()
         }
@@ -134,7 +134,7 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
             loop.add(keepAliveTimer(), forMode: .default)
             loop.run(mode: .default, timeout: .seconds(30))
         }
-        let monitor = EvStallMonitor(loop: loop, configuration: quickConfiguration(style)) { report in
+        let monitor = EvStallMonitor(loop: loop, configuration: quickStallConfiguration(style)) { report in
             reports.append(report)
             reported.open()
         }
@@ -162,7 +162,7 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
         let loop = try worker.start()
         let reports = EventLog<EvStallMonitor.Report>()
         let reported = Latch()
-        let monitor = EvStallMonitor(loop: loop, configuration: quickConfiguration(.symbolicated)) { report in
+        let monitor = EvStallMonitor(loop: loop, configuration: quickStallConfiguration(.symbolicated)) { report in
             reports.append(report)
             reported.open()
         }
@@ -198,7 +198,7 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
             loop.add(keepAliveTimer(), forMode: .default)
             loop.run(mode: .default, timeout: .seconds(30))
         }
-        let monitor = EvStallMonitor(loop: loop, configuration: quickConfiguration()) { _ in
+        let monitor = EvStallMonitor(loop: loop, configuration: quickStallConfiguration()) { _ in
             // Read before the watchdog goes on: any park counted later happened after the report.
             parksAtReport.set(monitorBox.get?.statistics.watchdogParks)
             reported.open()
@@ -238,7 +238,7 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
             }, forMode: .default)
             loop.run(mode: .default, timeout: .seconds(30))
         }
-        let monitor = EvStallMonitor(loop: loop, configuration: quickConfiguration())
+        let monitor = EvStallMonitor(loop: loop, configuration: quickStallConfiguration())
         monitorBox.set(monitor)
         try monitor.start()
         // Wake the loop once so that it goes to sleep again under the monitor's eyes: once it
@@ -264,7 +264,7 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
             loop.run(mode: .default, timeout: .seconds(30))
         }
         let reportSeen = Latch()  // a Latch wakes one waiter: one for the stalled callout, one for the test
-        let monitor = EvStallMonitor(loop: loop, configuration: quickConfiguration(name: name)) { _ in
+        let monitor = EvStallMonitor(loop: loop, configuration: quickStallConfiguration(name: name)) { _ in
             reported.open()
             reportSeen.open()
         }
@@ -295,7 +295,7 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
             loop.add(keepAliveTimer(), forMode: .default)
             loop.run(mode: .default, timeout: .seconds(30))
         }
-        let monitor = EvStallMonitor(loop: loop, configuration: quickConfiguration()) { _ in
+        let monitor = EvStallMonitor(loop: loop, configuration: quickStallConfiguration()) { _ in
             box.get?.stop()
             stoppedInCallback.open()
         }
@@ -316,7 +316,7 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
             loop.add(keepAliveTimer(), forMode: .default)
             loop.run(mode: .default, timeout: .seconds(30))
         }
-        let monitor = EvStallMonitor(loop: loop, configuration: quickConfiguration())
+        let monitor = EvStallMonitor(loop: loop, configuration: quickStallConfiguration())
         try monitor.start()
         #expect(throws: EvStallMonitorError.alreadyStarted) { try monitor.start() }
         monitor.stop()
@@ -329,7 +329,7 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
             return loop
         }
         #expect(tornDown.wait())
-        let late = EvStallMonitor(loop: exited, configuration: quickConfiguration())
+        let late = EvStallMonitor(loop: exited, configuration: quickStallConfiguration())
         #expect(throws: EvStallMonitorError.loopExited) { try late.start() }
     }
 

@@ -195,11 +195,7 @@ private final class KeptWatcher: @unchecked Sendable {
             source.withEventLoop { prepare.stop($0) }
             source.invalidate()
         }
-        let monitor = EvStallMonitor(
-            loop: loop,
-            configuration: EvStallMonitor.Configuration(
-                threshold: .milliseconds(5), consecutiveThresholds: 3, backtrace: .none, reportsToStandardError: false)
-        ) { report in
+        let monitor = EvStallMonitor(loop: loop, configuration: quickStallConfiguration()) { report in
             reports.append(report)
             reported.open()
         }
