@@ -11,9 +11,9 @@ import RunLoopKit
 ///
 /// RunLoopKit handles one version-1 source per iteration (R38), the one ready longest: a run
 /// that handles N readinesses, one per iteration, then stops. Raw libev runs every ready
-/// watcher's callback in one `ev_run(EVRUN_ONCE)`, N readinesses. The growth figure (per readiness at the
-/// largest N ÷ at the smallest) is near 1 while finding the next source costs O(1); a version-1
-/// step that looked at every ready source made it grow with N.
+/// watcher's callback in one `ev_run(EVRUN_ONCE)`, N readinesses. The growth figure (per
+/// readiness at the largest N ÷ at the smallest) is near 1 while finding the next source costs
+/// O(1); a version-1 step that looked at every ready source made it grow with N.
 enum ReadyDescriptorsWorkload {
     /// Sets up `descriptors` ready pipes, then counts `count` handled readinesses (`count` is a
     /// multiple of `descriptors` for libev, which handles them all per iteration).
@@ -41,7 +41,7 @@ enum ReadyDescriptorsWorkload {
             }
             for source in sources { loop.add(source, forMode: .default) }
             defer { sources.forEach { $0.invalidate() } }
-            // One run handles `steps` readinesses, one per iteration (R38), then stops.
+            // One run handles `descriptors` readinesses, one per iteration (R38), then stops.
             measure(count / descriptors + 1, perRound: 1) {
                 tally.target = tally.handled + descriptors
                 _ = loop.run(mode: .default, timeout: .seconds(60))

@@ -41,8 +41,8 @@ public enum EvStallMonitorError: Error, Sendable, Equatable, CustomStringConvert
 /// and, where the platform allows, a backtrace of the stalled thread (see ``EvStallBacktrace``).
 /// A loop asleep (after BeforeWaiting's observers) or outside every run (after Exit's) is idle,
 /// not stalled; libev libraries' prepare and fork callbacks, which run inside the wait (see
-/// ``EvLibevSource``), are reported as phase BeforeWaiting, callout libev source. When a run nested in a callout exits, the run it interrupted is in its phase
-/// again, timed from then.
+/// ``EvLibevSource``), are reported as phase BeforeWaiting, callout libev source. When a run
+/// nested in a callout exits, the run it interrupted is in its phase again, timed from then.
 ///
 /// Cost: each observer callout reads the clock and does two atomic operations; no lock, no
 /// system call, except one semaphore post when the watchdog is parked. The watchdog parks while

@@ -16,11 +16,13 @@ import Dispatch
 ///
 /// The executor is also a `TaskExecutor`, for `Task(executorPreference:)`. Jobs only run while the
 /// loop runs a common mode. A run nested in a job (an actor's method that runs the loop) runs
-/// no other job of the loop's executors until that job returns. Once the loop's thread has exited (R4), jobs sent to it — and jobs it
-/// dropped with its thread — run one at a time on a serial dispatch queue instead, off the
-/// loop's thread: an `await` on a pinned actor returns rather than waiting forever. That queue is
-/// one for the whole process, so executors of the same exited loop still share one exclusive
-/// context (``isSameExclusiveExecutionContext(other:)``).
+/// no other job of the loop's executors until that job returns.
+///
+/// Once the loop's thread has exited (R4), jobs sent to it — and jobs it dropped with its
+/// thread — run one at a time on a serial dispatch queue instead, off the loop's thread: an
+/// `await` on a pinned actor returns rather than waiting forever. That queue is one for the
+/// whole process, so executors of the same exited loop still share one exclusive context
+/// (``isSameExclusiveExecutionContext(other:)``).
 public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
     /// The loop the jobs run on.
     public let loop: EvRunLoop

@@ -3,10 +3,11 @@
 ///
 /// An entry is the source and the ``Source1State/readySequence`` it had when it became ready.
 /// Entries are never taken out in place: one whose source was handled since (in another of its
-/// modes, say), left the mode or became ready again under a newer sequence is stale, and is
-/// dropped when it reaches the front or when stale entries pile up (``append(_:sequence:readyCount:isLive:)``).
-/// Sequences only grow, so entries stay in order by them; a source that joins the mode while
-/// ready goes in at its own sequence's place. Under the loop's lock.
+/// modes, say) or became ready again under a newer sequence is stale, and is dropped when it
+/// reaches the front or when stale entries pile up
+/// (``append(_:sequence:readyCount:isLive:)``); a source that leaves the mode leaves its queue
+/// (``remove(_:)``). Sequences only grow, so entries stay in order by them; a source that joins
+/// the mode while ready goes in at its own sequence's place. Under the loop's lock.
 struct ReadyQueue {
     private var entries: [(sequence: UInt64, core: EvSource1Core)] = []
     /// Entries before `head` are gone; the array is shifted down when they are half of it.

@@ -22,8 +22,9 @@ import Musl
 /// (``eventsPending()``) runs this loop's own watchers at once and leaves the libraries'
 /// pending, for `ev_invoke_pending` in the version-1 step (EvBackend+LibraryLoop.swift). Only
 /// what libev runs before it polls (prepare and fork watchers) runs there, as libev runs it,
-/// and cleanup watchers run as the loop is destroyed. Its userdata is this object. Loop's thread only, like the backend: the fields the waits touch
-/// skip the run time's exclusivity check, as the backend's do.
+/// and cleanup watchers run as the loop is destroyed. Its userdata is this object. Loop's
+/// thread only, like the backend: the fields the waits touch skip the run time's exclusivity
+/// check, as the backend's do.
 final class LibraryLoop {
     let loop: OpaquePointer
     /// The run loop's wait, which owns this object (so never gone while it is used).
