@@ -151,11 +151,10 @@ extension EvBackend {
     }
 
     /// Runs the libraries' callbacks pending before this loop's poll: the prepare and fork
-    /// watchers libev just queued. libev runs them there,
-    /// before it blocks; held back for the version-1 step, a prepare watcher, queued again by
-    /// every wait, would never let the loop block. A run nested in one of them that waited has
-    /// ended this sleep's phase and moved its deadline: this sleep ends too, and the engine
-    /// plans the next.
+    /// watchers libev just queued. libev runs them there, before it blocks; held back for the
+    /// version-1 step, a prepare watcher, queued again by every wait, would never let the loop
+    /// block. A run nested in one of them that waited has ended this sleep's phase and moved its
+    /// deadline: this sleep ends too, and the engine plans the next.
     func runLibraryCallbacksBeforePoll(_ library: LibraryLoop) {
         let wasSleeping = wake.isSleeping
         if let owner {
