@@ -60,7 +60,9 @@ private actor LoopPinnedNester {
         }
         let nester = LoopPinnedNester(loop: loop)
         let call = Task { await nester.runNested().probe }
-        while loop.pendingBlocks.withLock({ $0.isEmpty }) { sched_yield() }  // the method's job is queued
+        // Until the method's job is queued; yielding, so the task that queues it gets a thread
+        // of the cooperative pool (two wide here) even while other tests block one.
+        while loop.pendingBlocks.withLock({ $0.isEmpty }) { await Task.yield() }
         queued.open()
         let probe = await call.value
         await probe.value
