@@ -221,7 +221,7 @@ final class DescriptorSet {
     /// entry reports for it again from now on, re-armed if it rests. Returns the tokens of
     /// watchers whose re-arm showed their descriptor closed, each to be reported failed.
     func taken(token: Int, fd: Int32) -> [Int] {
-        guard Int(fd) < entries.count, let entry = entries[Int(fd)], entry.pending != 0 || !entry.armed,
+        guard let entry = entry(fd), entry.pending != 0 || !entry.armed,
             let index = entry.watchers.firstIndex(where: { $0.token == token }) else { return [] }
         if index < 32 { entries[Int(fd)]!.pending &= ~(1 << UInt32(index)) }
         return entry.armed ? [] : install(fd, adding: false)
@@ -275,8 +275,7 @@ final class DescriptorSet {
 
     private func report<Sink: ReadinessSink>(_ event: epoll_event, to sink: Sink) {
         let fd = Int32(truncatingIfNeeded: event.data.u64)
-        guard Int(fd) < entries.count, let entry = entries[Int(fd)],
-              entry.generation == UInt32(truncatingIfNeeded: event.data.u64 >> 32) else {
+        guard let entry = entry(fd), entry.generation == UInt32(truncatingIfNeeded: event.data.u64 >> 32) else {
             return  // a lingering entry of a closed descriptor: one-shot, so never again
         }
         let bits = event.events
