@@ -55,14 +55,15 @@ private actor LoopPinnedNester {
         let result = Box<EvRunLoop.RunResult?>(nil)
         let (loop, finished) = startLoopThread { loop in
             loop.add(EvMessagePort<Int> { _ in }, forMode: .default)
-            #expect(queued.wait())
+            #expect(queued.wait(timeout: 300))
             result.set(loop.run(mode: .default, timeout: .seconds(30)))
         }
         let nester = LoopPinnedNester(loop: loop)
-        let call = Task { await nester.runNested().probe }
-        // Until the method's job is queued; yielding, so the task that queues it gets a thread
-        // of the cooperative pool (two wide here) even while other tests block one.
-        while loop.pendingBlocks.withLock({ $0.isEmpty }) { await Task.yield() }
+        // The call starts on a worker's loop, not on the cooperative pool, which other tests'
+        // blocking waits can fill (two threads wide here).
+        let caller = EvWorkerThread(name: "nesting-caller")
+        let call = Task(executorPreference: EvRunLoopExecutor(try! caller.start())) { await nester.runNested().probe }
+        while loop.pendingBlocks.withLock({ $0.isEmpty }) { await Task.yield() }  // the method's job is queued
         queued.open()
         let probe = await call.value
         await probe.value
@@ -70,5 +71,6 @@ private actor LoopPinnedNester {
         loop.stop()
         #expect(finished.wait())
         #expect(result.get == .stopped)
+        await caller.stop()
     }
 }
