@@ -120,6 +120,22 @@ import Testing
         ], trace: [fired(1), fired(2), fired(3), returned("timedOut")])
     }
 
+    /// Found by a soak of the random programs (seed 1199142): a timer that a run nested in an
+    /// earlier callout of the step fired, and so moved to its next slot, fired again in the step.
+    @Test func R40_aTimerFiredByARunNestedInAnEarlierCalloutIsNoLongerDueInTheStep() {
+        expectBothRunLoops([
+            .addTimer(1, .past, interval: 0, modes: ["default"]),
+            .onCallout(1, [.invalidate(1), .run("default", .zero, returnAfterSourceHandled: false)]),
+            .addTimer(2, .past, interval: 1_000_000, modes: ["default"]),
+            .addTimer(3, .past, interval: 1_000_000, modes: ["default", "A"]),
+            .run("default", .zero, returnAfterSourceHandled: false),
+            .query(2),
+        ], trace: [
+            fired(1), fired(2), fired(3), returned("timedOut", depth: 2), returned("timedOut"),
+            .timerState(2, valid: true, fireSlot: nil),
+        ])
+    }
+
     @Test func R41_aTimerFiresOnlyInItsModesAndOnceAfterMissingIntervals() {
         expectBothRunLoops([
             .addTimer(1, .past, interval: 10, modes: ["A"]),

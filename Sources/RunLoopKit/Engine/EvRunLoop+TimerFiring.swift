@@ -26,7 +26,7 @@ extension EvRunLoop {
             // it starts firing under this lock.
             if modeState.timers.onlyTopIsDue(at: now) {
                 let timer = modeState.timers.top.timer
-                return beginFiring(timer, entryIsLive: true, in: run.mode, waiter).map { FiringTimer(timer: timer, firedDate: $0) }
+                return beginFiring(timer, listedEarlier: false, in: run.mode, waiter).map { FiringTimer(timer: timer, firedDate: $0) }
             }
             several = takeDueTimers(modeState, at: now)
             return nil
@@ -36,7 +36,7 @@ extension EvRunLoop {
         } else if var entries = several {
             for entry in entries {
                 let timer = entry.timer
-                let firedDate = state.withLock { _ in beginFiring(timer, entryIsLive: entry.isLive, in: run.mode, waiter) }
+                let firedDate = state.withLock { _ in beginFiring(timer, listedEarlier: true, in: run.mode, waiter) }
                 if let firedDate { fire(FiringTimer(timer: timer, firedDate: firedDate), run, waiter) }
             }
             entries.removeAll(keepingCapacity: true)  // no timer kept alive by the scratch
@@ -67,14 +67,14 @@ extension EvRunLoop {
     }
 
     /// Marks `timer` firing and returns the date it fires for; `nil` if it must not fire (loop's
-    /// lock held). An entry made stale by an earlier callout of this step (the timer re-dated or
-    /// moved) still fires if the timer is still due in `mode`, decided now as CF's
-    /// __CFRunLoopDoTimer does (R40).
+    /// lock held). A timer `listedEarlier` in the step fires only if it is still due in `mode`,
+    /// decided now as CF's __CFRunLoopDoTimer does (R40): an earlier callout may have re-dated
+    /// it, moved it, or fired it in a nested run, which moves its entry without making it stale.
     @inline(__always)
-    private func beginFiring<Waiter: LoopWaiter>(_ timer: EvTimer, entryIsLive: Bool, in mode: Mode, _ waiter: Waiter) -> MonotonicTime? {
+    private func beginFiring<Waiter: LoopWaiter>(_ timer: EvTimer, listedEarlier: Bool, in mode: Mode, _ waiter: Waiter) -> MonotonicTime? {
         timer.state.withLock { timerState in
             guard timerState.isValid, !timer.isFiring else { return nil }
-            if !entryIsLive {
+            if listedEarlier {
                 guard timerState.loop === self, timerState.modes.contains(mode), timerState.fireDate <= waiter.now() else { return nil }
             }
             timer.isFiring = true
@@ -83,7 +83,7 @@ extension EvRunLoop {
         }
     }
 
-    /// Runs the handler of a timer ``beginFiring(_:entryIsLive:in:_:)`` marked, then invalidates
+    /// Runs the handler of a timer ``beginFiring(_:listedEarlier:in:_:)`` marked, then invalidates
     /// it (one-shot, R43) or moves it to its grid's next slot (R42).
     private func fire<Waiter: LoopWaiter>(_ firing: FiringTimer, _ run: RunContext, _ waiter: Waiter) {
         let timer = firing.timer
