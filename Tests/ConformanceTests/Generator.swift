@@ -22,6 +22,10 @@ struct ProgramGenerator {
 
     private var rng: SplitMix64
     let world: World
+    /// A quarter of the seeds in each world: at most one version-0 source and one block, whose
+    /// callouts may then run the loop (with one of each, neither `lostHandledSource` nor
+    /// `blockListDetached` can arise).
+    let nestsInSourcesAndBlocks: Bool
     private var nextID = 1
     private var timers: [Int] = []
     private var sources: [Int] = []
@@ -49,6 +53,7 @@ struct ProgramGenerator {
     init(seed: UInt64) {
         rng = SplitMix64(seed: seed)
         world = seed % 2 == 0 ? .timers : seed % 4 == 1 ? .stops : .ports
+        nestsInSourcesAndBlocks = seed / 4 % 4 == 0
     }
 
     mutating func program() -> [Op] {
@@ -159,6 +164,7 @@ struct ProgramGenerator {
                 timerModes[id] = Set(modes)
                 return .addTimer(id, fireDate(), interval: chance(40) ? 1_000_000 : 0, modes: modes)
             case 8..<16:
+                if nestsInSourcesAndBlocks && !sources.isEmpty { continue }
                 let id = newID(), modes = modes()
                 sources.append(id)
                 return .addSource(id, order: Int.random(in: 0...3, using: &rng), modes: modes)
@@ -206,6 +212,7 @@ struct ProgramGenerator {
                 // C10: a mode may be made common before anything is in it; queryModes shows it.
                 return .addCommonMode(["A", "B"].randomElement(using: &rng)!)
             case 56..<63:
+                if nestsInSourcesAndBlocks && !blocks.isEmpty { continue }
                 let id = newID()
                 blocks.append(id)
                 var modes = chance(25) ? ["common"] : self.modes()
@@ -213,8 +220,9 @@ struct ProgramGenerator {
                 if modes.contains("common") { scheduledCommonBlock = true }
                 return .performBlock(id, modes: modes)
             case 63..<77:
-                // Nested runs only from observers and timers (lostHandledSource, blockListDetached).
-                if let owner, depth >= 2 || owner == .source || owner == .block { continue }
+                // Nested runs from sources and blocks only when there is one of each
+                // (lostHandledSource, blockListDetached).
+                if let owner, depth >= 2 || !nestsInSourcesAndBlocks && (owner == .source || owner == .block) { continue }
                 if owner == .timer, let ownerID, world == .timers {
                     if redatedByScripts.contains(ownerID) || redatedByOwnScript.contains(ownerID) { continue }
                     runFromOwnScript.insert(ownerID)

@@ -24,8 +24,8 @@ enum KnownDifference: String, CaseIterable, Sendable {
     /// source's result, so when an earlier perform invalidates a later collected source, or runs
     /// a nested run that performs it, the iteration counts as "no source": it does not poll but
     /// waits (BeforeWaiting, a sleep). RunLoopKit counts the iteration as handled if any source
-    /// was performed (README). Generator: source callouts never run the loop or invalidate
-    /// another source.
+    /// was performed (README). Generator: source callouts never invalidate another source, and
+    /// run the loop only in programs with one version-0 source.
     case lostHandledSource
     /// W1: CF keeps each mode's timers in a sorted array (O(n) add and move); RunLoopKit in a
     /// heap, O(log n). Cost only, the order is the same.
@@ -128,7 +128,7 @@ enum KnownDifference: String, CaseIterable, Sendable {
     /// `__CFRunLoopDoBlocks` detaches the whole block list while it runs blocks: a run nested in
     /// a block does not see blocks that were pending when that blocks step began, even for its
     /// own mode (they run later, in the outer run). RunLoopKit runs them in the nested run, as
-    /// R54 says. Generator: block callouts never run the loop.
+    /// R54 says. Generator: block callouts run the loop only in programs with one block.
     case blockListDetached
 
     /// The entry's short title, the same in the README's table of differences (and in every
@@ -209,6 +209,7 @@ extension KnownDifference {
         var redatedByScripts: Set<Int> = [], redatedByOwnScript: Set<Int> = [], runFromOwnScript: Set<Int> = []
         var timerModes: [Int: Set<String>] = [:]
         var nearTimers: Set<Int> = [], removesNearTimer = false
+        var runsInASource = false, runsInABlock = false
 
         func dated(_ date: FireDate) {
             if date != .future { hasDueTimers = true }
@@ -273,8 +274,8 @@ extension KnownDifference {
                 // An `untilAsleep` run is stopped only once it sleeps: no stopped run sleeps on.
                 if timeout != .zero && timeout != .guarded && timeout != .untilAsleep { sleepsUnguarded = true }
                 if owner == .timer, let ownerID { runFromOwnScript.insert(ownerID) }
-                if owner == .source { risked.insert(.lostHandledSource) }
-                if owner == .block { risked.insert(.blockListDetached) }
+                if owner == .source { runsInASource = true }
+                if owner == .block { runsInABlock = true }
             case .runDefaultUntilDone:
                 wakes = true
                 sleepsUnguarded = true
@@ -316,6 +317,10 @@ extension KnownDifference {
             }
         }
         if hasDueTimers && scriptRemovesTimer { risked.insert(.timerRemovedFromRunningModeStillFires) }
+        // A nested run can perform another collected source, or miss another pending block,
+        // only if there is one.
+        if runsInASource && kinds.values.count(where: { $0 == .source }) > 1 { risked.insert(.lostHandledSource) }
+        if runsInABlock && kinds.values.count(where: { $0 == .block }) > 1 { risked.insert(.blockListDetached) }
         // A timer may move itself (C80) if it is only ever in one mode (W18).
         let movesItselfInSeveralModes = redatedByOwnScript.contains { !(timerModes[$0] ?? []).isSingleMode }
         if hasDueTimers && (movesItselfInSeveralModes || !redatedByScripts.isDisjoint(with: runFromOwnScript)) {
