@@ -13,8 +13,8 @@ import TestSupport
 /// What the generator makes for the rules where RunLoopKit and CF part most easily: timers that
 /// move their own fire date inside their callout, to past and future dates (C80, timer world);
 /// `wakeUp` and `stop` while the loop is idle and from any callout, pre-wait or post-wait
-/// (C51–C53, C56), fire-date moves, wake-ups and stops from another thread (`fromOtherThread`,
-/// C75), all in the stop world, where some runs sleep until a helper sees the thread asleep
+/// (C51–C53, C56), fire-date moves, wake-ups, stops, signals and invalidations from another
+/// thread (`fromOtherThread`, C75), all in the stop world, where some runs sleep until a helper sees the thread asleep
 /// (`untilAsleep`), so that a wake-up kept where CF drops it shows as one more pass; and
 /// `addCommonMode` of modes that hold nothing yet, followed by `queryModes` (C10).
 struct ProgramGenerator {
@@ -93,13 +93,19 @@ struct ProgramGenerator {
         }
     }
 
-    /// What another thread does to the loop (stop world): a stop, a wake-up or a fire-date move
-    /// (C75), made while the loop's thread waits for it.
-    private mutating func crossThreadOp() -> Op {
+    /// What another thread does to the loop (stop world): a stop, a wake-up, a fire-date move
+    /// (C75), a signal with its wake-up, or an invalidation, made while the loop's thread waits
+    /// for it. `owner` is the item whose callout asks for it.
+    private mutating func crossThreadOp(owner: ItemKind?) -> Op {
         let timer = timers.randomElement(using: &rng)
-        switch Int.random(in: 0..<3, using: &rng) {
+        let source = sources.randomElement(using: &rng)
+        let item = anyItem()
+        switch Int.random(in: 0..<5, using: &rng) {
         case 0: return .fromOtherThread([.stop])
         case 1 where timer != nil: return .fromOtherThread([.setFireDate(timer!, .future)])
+        case 2 where source != nil: return .fromOtherThread([.signal(source!)])
+        // lostHandledSource: a source's callout never has another source invalidated.
+        case 3 where item != nil && !(owner == .source && sources.contains(item!)): return .fromOtherThread([.invalidate(item!)])
         default: return .fromOtherThread([.wakeUp])
         }
     }
@@ -242,7 +248,7 @@ struct ProgramGenerator {
                 // C51–C53, C56: from any callout (pre-wait or post-wait), and at the top level
                 // while the loop is idle; or from another thread (C75).
                 guard world == .stops else { continue }
-                if chance(30) { return crossThreadOp() }
+                if chance(30) { return crossThreadOp(owner: owner) }
                 if owner == nil { return chance(30) ? .stop : .wakeUp }
                 return chance(75) ? .stop : .wakeUp
             case 96..<97:

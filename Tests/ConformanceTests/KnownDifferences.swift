@@ -292,6 +292,8 @@ extension KnownDifference {
                         readiedPorts.insert(id)
                     case .setFireDate(_, let date):
                         dated(date)
+                    case .invalidate:
+                        visit(op, owner: owner, ownerID: ownerID, topLevel: topLevel)
                     default:
                         break
                     }
