@@ -14,9 +14,9 @@ import TestSupport
 /// move their own fire date inside their callout, to past and future dates (C80, timer world);
 /// `wakeUp` and `stop` while the loop is idle and from any callout, pre-wait or post-wait
 /// (C51–C53, C56), fire-date moves, wake-ups, stops, signals and invalidations from another
-/// thread (`fromOtherThread`, C75), all in the stop world, where some runs sleep until a helper sees the thread asleep
-/// (`untilAsleep`), so that a wake-up kept where CF drops it shows as one more pass; and
-/// `addCommonMode` of modes that hold nothing yet, followed by `queryModes` (C10).
+/// thread (`fromOtherThread`, C75), all in the stop world, where some runs sleep until a helper
+/// sees the thread asleep (`untilAsleep`), so that a wake-up kept where CF drops it shows as one
+/// more pass; and `addCommonMode` of modes that hold nothing yet, followed by `queryModes` (C10).
 struct ProgramGenerator {
     enum World: Sendable { case timers, stops, ports }
 
