@@ -8,7 +8,6 @@ import Testing
     /// A callout that ran the loop nested, and then stalls, stalls the run it interrupted: the
     /// nested run's Exit left the watchdog parked, and the stall went unreported.
     @Test func aStallAfterANestedRunInsideACalloutIsReported() throws {
-        let reports = EventLog<EvStallMonitor.Report>()
         let reported = Latch()
         let monitoring = Latch()
         let (loop, finished) = startLoopThread { loop in
@@ -20,15 +19,7 @@ import Testing
             }, forMode: .default)
             loop.run(mode: .default, timeout: .seconds(30))
         }
-        let monitor = EvStallMonitor(loop: loop, configuration: quickStallConfiguration()) { report in
-            reports.append(report)
-            reported.open()
-        }
-        try monitor.start()
-        monitoring.open()
-        #expect(finished.wait())
-        monitor.stop()
-        let report = try #require(reports.all.first)
+        let report = try firstStallReport(of: loop, monitoring: monitoring, finished: finished, reported: reported)
         #expect(report.callout == .timer)
         #expect(report.phase == .afterWaiting)
     }

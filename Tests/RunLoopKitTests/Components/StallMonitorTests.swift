@@ -13,6 +13,22 @@ func quickStallConfiguration(
         reportsToStandardError: false, watchdogName: name)
 }
 
+/// Monitors `loop` with ``quickStallConfiguration(_:modes:name:)``, opening `reported` at each
+/// report, from just before `monitoring` opens until the loop's thread has `finished`; returns
+/// the first report.
+func firstStallReport(of loop: EvRunLoop, monitoring: Latch, finished: Latch, reported: Latch) throws -> EvStallMonitor.Report {
+    let reports = EventLog<EvStallMonitor.Report>()
+    let monitor = EvStallMonitor(loop: loop, configuration: quickStallConfiguration()) { report in
+        reports.append(report)
+        reported.open()
+    }
+    try monitor.start()
+    monitoring.open()
+    #expect(finished.wait())
+    monitor.stop()
+    return try #require(reports.all.first)
+}
+
 /// A callout that stalls its loop until the monitor has reported: it blocks on the latch the
 /// report callback opens (with a safety-net timeout), so no test depends on timing.
 @inline(never)
@@ -100,7 +116,6 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
     /// A stalled timer callout is not reported as only "phase afterWaiting": the report
     /// names what the loop was running (the engine records each callout's kind, Callouts.swift).
     @Test func aStallNamesTheCalloutKindTheLoopWasRunning() throws {
-        let reports = EventLog<EvStallMonitor.Report>()
         let reported = Latch()
         let monitoring = Latch()
         let (loop, finished) = startLoopThread { loop in
@@ -111,15 +126,7 @@ private func noThreadNamed(_ name: String, within seconds: Double = 10) -> Bool 
             }, forMode: .default)
             loop.run(mode: .default, timeout: .seconds(30))
         }
-        let monitor = EvStallMonitor(loop: loop, configuration: quickStallConfiguration()) { report in
-            reports.append(report)
-            reported.open()
-        }
-        try monitor.start()
-        monitoring.open()
-        #expect(finished.wait())
-        monitor.stop()
-        let report = try #require(reports.all.first)
+        let report = try firstStallReport(of: loop, monitoring: monitoring, finished: finished, reported: reported)
         #expect(report.callout == .timer)
         #expect(report.phase == .afterWaiting)
         #expect(report.description.contains("running a timer (phase afterWaiting, mode \(EvRunLoop.Mode.default.name))"))

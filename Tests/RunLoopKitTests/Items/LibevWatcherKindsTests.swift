@@ -176,7 +176,6 @@ private final class KeptWatcher: @unchecked Sendable {
     /// A prepare callback runs after BeforeWaiting, inside the wait: the loop's thread is busy
     /// there, not asleep, and a stall in it is reported as the libev sources' callout.
     @Test func aPrepareCallbackThatStallsIsReported() throws {
-        let reports = EventLog<EvStallMonitor.Report>()
         let reported = Latch()
         let monitorStarted = Latch()
         let (loop, finished) = startLoopThread { loop in
@@ -195,15 +194,7 @@ private final class KeptWatcher: @unchecked Sendable {
             source.withEventLoop { prepare.stop($0) }
             source.invalidate()
         }
-        let monitor = EvStallMonitor(loop: loop, configuration: quickStallConfiguration()) { report in
-            reports.append(report)
-            reported.open()
-        }
-        try monitor.start()
-        monitorStarted.open()
-        #expect(finished.wait())
-        monitor.stop()
-        let report = try #require(reports.all.first)
+        let report = try firstStallReport(of: loop, monitoring: monitorStarted, finished: finished, reported: reported)
         #expect(report.callout == .libevSource)
         #expect(report.phase == .beforeWaiting)
     }
