@@ -7,6 +7,26 @@ import Musl
 /// How a loop learns libev's epoll descriptor (libev does not tell it), so that
 /// ``InternalDescriptors`` can refuse it to callers.
 extension EvBackend {
+    /// A library called `ev_loop_fork` on its loop (queued its fork watchers, the embedding's
+    /// among them): before the poll, libev closes that loop's epoll set and makes another, and
+    /// the embedding's fork callback does the same to this loop's. Their numbers stop being the
+    /// loop's own now, before they are closed, as at destroy.
+    func releaseEpollNumbers(_ library: LibraryLoop) {
+        for fd in [backendFD, library.backendFD] { InternalDescriptors.remove(fd) }
+        (backendFD, library.backendFD) = (-1, -1)
+        library.epollSetsRemade = true
+    }
+
+    /// Just before the poll that follows: this loop's new epoll set is the descriptor the
+    /// embedding watches (libev's `ev_embed_start` takes it), and the libraries' the set that
+    /// watches it.
+    func claimEpollNumbers(_ library: LibraryLoop) {
+        library.epollSetsRemade = false
+        backendFD = library.embedIO.pointee.fd
+        library.backendFD = Self.backendDescriptor(expected: backendFD, holding: backendFD)
+        for fd in [backendFD, library.backendFD] where fd >= 0 { InternalDescriptors.insert(fd) }
+    }
+
     /// libev's epoll descriptor: the number nearest `expected` (the lowest free number just
     /// before `ev_loop_new`) whose epoll instance watches this loop's wake-up eventfd `wake`,
     /// which only libev's epoll set of this loop can (no source may watch a loop's own

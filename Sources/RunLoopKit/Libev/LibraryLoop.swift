@@ -70,6 +70,9 @@ final class LibraryLoop {
     @exclusivity(unchecked) var holdsFallbackTimer = false
     /// Restarts of the embedding watcher in a row (its `epoll_ctl` failed).
     @exclusivity(unchecked) var embedFailures = 0
+    /// `ev_loop_fork` was called: this `ev_run` makes both epoll sets again, and the poll
+    /// learns their new numbers (EvBackend+EpollDescriptor.swift).
+    @exclusivity(unchecked) var epollSetsRemade = false
 
     /// How the libraries' `ev_loop` is made (epoll, no environment, no signal mask, signals
     /// through a `signalfd`, which an `ev_signal` then adds to its epoll set, where the audit
@@ -123,6 +126,7 @@ final class LibraryLoop {
         hookRan = true
         let pending = ev_pending_count(loop)
         if pending != placeholders {
+            if clibev_is_pending(embedFork) != 0 && !epollSetsRemade { backend.releaseEpollNumbers(self) }
             let fallback = holdsFallbackTimer ? backend.fallbackTimer : nil
             let own = Self.pendingCount(embedIO) + Self.pendingCount(embedPrepare) + Self.pendingCount(embedFork)
                 + (fallback.map(Self.pendingCount) ?? 0)
@@ -158,6 +162,7 @@ final class LibraryLoop {
     private func enteringPoll() {
         polled = true
         pollsSeen &+= 1
+        if epollSetsRemade { backend.claimEpollNumbers(self) }
         // Every ev_run invokes the pending callbacks before it polls: checked before it blocks.
         backend.requireOwnInvokePending(self)
         if auditDue { backend.auditLibraryDescriptors(self) }

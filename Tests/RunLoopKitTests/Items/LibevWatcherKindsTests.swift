@@ -1,6 +1,7 @@
 import CLibev
 import Foundation
-import RunLoopKit
+@testable import RunLoopKit
+import TestSupport
 import Testing
 
 /// Watchers that libev runs outside the poll's events, started by a library on an
@@ -91,6 +92,33 @@ import Testing
         }
         #expect(results == [.handledSource, .timedOut])
         #expect(log.all == ["fork", "readable"])
+    }
+
+    /// `ev_loop_fork` has libev make its epoll sets again: the libraries' loop's, and, through
+    /// the embedding, the run loop's own. The new numbers are the loop's own descriptors, and an
+    /// old one libev closed is not. (The old numbers stayed marked: a caller's descriptor that
+    /// took one was refused, and the new sets could be watched as a caller's.)
+    @Test func theEpollSetsLibevMakesAgainAfterEvLoopForkAreTheLoopsOwn() {
+        let (old, new, newAreOwn, oldLeftOrReused) = onLoopThread { loop -> ([Int32], [Int32], Bool, Bool) in
+            let below = open("/dev/null", O_RDONLY)  // a free number below the libraries' set once closed
+            let source = EvLibevSource()
+            loop.add(source, forMode: .default)
+            source.withEventLoop { _ in }
+            let old = epollSets(of: loop)
+            close(below)
+            source.withEventLoop { ev_loop_fork($0) }
+            _ = loop.run(mode: .default, timeout: .zero)
+            let new = epollSets(of: loop)
+            let newAreOwn = new.allSatisfy(EvBackend.isInternalDescriptor)
+            // Closed by libev: unless another thread opened the number since, not the loop's.
+            let oldLeftOrReused = old.filter { !new.contains($0) }
+                .allSatisfy { !EvBackend.isInternalDescriptor($0) || fcntl($0, F_GETFD) >= 0 }
+            source.invalidate()
+            return (old, new, newAreOwn, oldLeftOrReused)
+        }
+        #expect(old.count == 2 && new.count == 2)
+        #expect(newAreOwn, "old \(old), new \(new)")
+        #expect(oldLeftOrReused, "old \(old), new \(new)")
     }
 
     /// A cleanup watcher still started when the loop's thread exits runs as libev destroys the
@@ -198,4 +226,14 @@ private final class KeptWatcher: @unchecked Sendable {
         #expect(report.callout == .libevSource)
         #expect(report.phase == .beforeWaiting)
     }
+}
+
+/// The run loop's own epoll set (the one watching its wake-up eventfd) and the libraries' loop's
+/// (the one watching that set), found in `/proc/self`.
+private func epollSets(of loop: EvRunLoop) -> [Int32] {
+    let wake = loop.libevWaiter!.takeUnretainedValue().wake.descriptor
+    let open = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap { Int32($0) }
+    guard let own = open.first(where: { ThreadProbe.epollTargets(of: $0).contains(wake) }) else { return [] }
+    guard let library = open.first(where: { ThreadProbe.epollTargets(of: $0).contains(own) }) else { return [own] }
+    return [own, library]
 }
