@@ -71,8 +71,14 @@ public final class EvLoopGroup: Sendable {
     }
 
     /// Stops every thread as ``stop(waitUntilExited:)`` does: from another thread this waits
-    /// until they have exited.
-    deinit { Self.stop(workers, waitUntilExited: true) }
+    /// until they have exited; from one of the group's own threads it never waits.
+    deinit {
+        // Else the workers, released next, would each wait for its thread from this one.
+        if workers.contains(where: { $0.core.isWorkerThread }) {
+            for worker in workers { worker.core.waitsWhenReleased.store(false, ordering: .relaxed) }
+        }
+        Self.stop(workers, waitUntilExited: true)
+    }
 
     /// The next loop, round robin: `loops[0]`, `loops[1]`, … `loops[N-1]`, `loops[0]`, …
     ///

@@ -74,7 +74,7 @@ public final class EvWorkerThread: Sendable {
     /// Stops the worker (see ``stop(waitUntilExited:)``): from another thread this waits until
     /// work already submitted has run and the thread has exited; from the worker's own thread it
     /// does not wait.
-    deinit { core.stop(waitUntilExited: true) }
+    deinit { core.stop(waitUntilExited: core.waitsWhenReleased.load(ordering: .relaxed)) }
 
     /// Starts the thread and returns its run loop once the loop exists and accepts work.
     ///
@@ -184,6 +184,9 @@ final class WorkerCore: Sendable {
     let shared = Locked(Shared())
     /// Set by the final block; the thread's run loop ends when it sees it.
     private let finished = Atomic<Bool>(false)
+    /// Whether releasing the worker waits for its thread (see ``EvWorkerThread``'s `deinit`):
+    /// cleared by a group released on one of its own threads, which must not wait for the others.
+    let waitsWhenReleased = Atomic<Bool>(true)
     private let name: String?
     private let stackSize: Int?
 
@@ -213,6 +216,7 @@ final class WorkerCore: Sendable {
             throw .threadCreationFailed(errno: error.errno)
         }
         shared.withLock { $0.thread = thread }
+        handshake.threadRecorded.signal()
         handshake.ready.wait()
         if let error = handshake.failure.withLock({ $0 }) {
             thread.join()
@@ -226,6 +230,9 @@ final class WorkerCore: Sendable {
     }
 
     private func threadBody(_ handshake: StartHandshake) {
+        // Running only once its handle is known: a stop that sees it running joins it, and a work
+        // item on it knows its own thread.
+        handshake.threadRecorded.wait()
         let loop: EvRunLoop
         do {
             loop = try EvRunLoop.forCurrentThread()
@@ -278,33 +285,37 @@ final class WorkerCore: Sendable {
         loop.wakeUp()
     }
 
-    func stop(waitUntilExited: Bool) {
-        enum Step { case retry, done(EvThreadHandle?, EvRunLoop?) }
+    /// Stops the worker (see ``EvWorkerThread/stop(waitUntilExited:)``). Returns the worker's
+    /// loop if its thread had not yet let go of it: its teardown may still be to come.
+    @discardableResult
+    func stop(waitUntilExited: Bool) -> EvRunLoop? {
+        enum Step { case retry, done(EvThreadHandle?, EvRunLoop?, stoppedNow: Bool) }
         while true {
             let step = shared.withLock { shared -> Step in
                 switch shared.state {
                 case .idle:
                     if shared.isStarting { return .retry }  // start() is creating the thread
                     shared.state = .stopped
-                    return .done(nil, nil)
+                    return .done(nil, nil, stoppedNow: false)
                 case .running:
                     shared.state = .stopping
                     let loop = shared.loop!
                     let keepAlive = shared.keepAlive
                     loop.perform(inModes: [.common]) { [self] in finish(loop, keepAlive) }
-                    return .done(shared.thread, loop)
+                    return .done(shared.thread, loop, stoppedNow: true)
                 case .stopping, .stopped:
-                    return .done(shared.thread, nil)
+                    return .done(shared.thread, shared.loop, stoppedNow: false)
                 }
             }
-            guard case .done(let thread, let loop) = step else {
+            guard case .done(let thread, let loop, let stoppedNow) = step else {
                 sched_yield()
                 continue
             }
-            loop?.wakeUp()
-            guard let thread else { return }
-            if waitUntilExited || thread.isCurrent { thread.join() } else { thread.joinWhenDone() }
-            return
+            if stoppedNow { loop?.wakeUp() }
+            if let thread {
+                if waitUntilExited || thread.isCurrent { thread.join() } else { thread.joinWhenDone() }
+            }
+            return loop
         }
     }
 
@@ -321,6 +332,8 @@ final class WorkerCore: Sendable {
 
 /// The new worker thread reports to ``WorkerCore/start()`` through this.
 private final class StartHandshake: Sendable {
+    /// ``WorkerCore/start()`` has stored the thread's handle.
+    let threadRecorded = DispatchSemaphore(value: 0)
     let ready = DispatchSemaphore(value: 0)
     let failure = Locked<EvRunLoopError?>(nil)
     let loop = Locked<EvRunLoop?>(nil)

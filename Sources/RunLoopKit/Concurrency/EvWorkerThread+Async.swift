@@ -13,10 +13,8 @@ extension EvWorkerThread {
     ///   would wait for the loop it is running on (use ``stop(waitUntilExited:)`` there).
     public func stop() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            // Taken before the stop: once stopped, the thread's body may return and forget its
-            // loop before this call looks, while the loop's teardown has yet to run.
-            let loop = core.shared.withLock { $0.loop }
-            core.stop(waitUntilExited: false)
+            // The loop as the stop found it, after any start() in progress has made it.
+            let loop = core.stop(waitUntilExited: false)
             // nil (no loop, or one whose teardown is over) means there is nothing left to wait for.
             let registered = loop?.addExitHook { continuation.resume() }
             if registered == nil { continuation.resume() }

@@ -222,23 +222,26 @@ public final class EvRunLoop: Sendable {
     /// Tears the loop down when its thread exits (R4): cancel callouts for its sources, every item
     /// released, the libev loop destroyed and its descriptors closed.
     func tearDown() {
-        let (cancelled, libevSources): ([(EvSource, ModeList)], [EvSource1Core]) = state.withLock { state in
-            state.isDead = true
-            let libevSources = Array(state.libevSources.values)
-            return (detachAllItems(&state), libevSources)
-        }
-        // Before the libev loops go: the libraries detach from theirs while it still exists.
-        for core in libevSources { endLibevSource(core, "EvRunLoop (its thread exited)") }
-        if wakeGate.add(Self.wakeGateClosed, ordering: .acquiringAndReleasing).newValue != Self.wakeGateClosed {
-            while wakeGate.load(ordering: .acquiring) != Self.wakeGateClosed { sched_yield() }
-        }
-        state.withLock { _ in waiter.destroy() }
-        let dropped = pendingBlocks.withLock { $0.close() }
-        clearHint(Hint.blocks | Hint.defaultBlocks)
-        for work in dropped { work.dropped() }  // released (jobs handed on) with no lock held
-        resumeStopWaiters()
-        for (source, modes) in cancelled {
-            for mode in modes { Callout.sourceCancel(source, self, mode) }
+        // Scoped: the items and blocks are released before the exit hooks say the teardown is over.
+        do {
+            let (cancelled, libevSources): ([(EvSource, ModeList)], [EvSource1Core]) = state.withLock { state in
+                state.isDead = true
+                let libevSources = Array(state.libevSources.values)
+                return (detachAllItems(&state), libevSources)
+            }
+            // Before the libev loops go: the libraries detach from theirs while it still exists.
+            for core in libevSources { endLibevSource(core, "EvRunLoop (its thread exited)") }
+            if wakeGate.add(Self.wakeGateClosed, ordering: .acquiringAndReleasing).newValue != Self.wakeGateClosed {
+                while wakeGate.load(ordering: .acquiring) != Self.wakeGateClosed { sched_yield() }
+            }
+            state.withLock { _ in waiter.destroy() }
+            let dropped = pendingBlocks.withLock { $0.close() }
+            clearHint(Hint.blocks | Hint.defaultBlocks)
+            for work in dropped { work.dropped() }  // released (jobs handed on) with no lock held
+            resumeStopWaiters()
+            for (source, modes) in cancelled {
+                for mode in modes { Callout.sourceCancel(source, self, mode) }
+            }
         }
         runExitHooks()
     }

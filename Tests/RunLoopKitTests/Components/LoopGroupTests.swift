@@ -120,6 +120,28 @@ import TestSupport
         await group.stop()  // returns at once
     }
 
+    /// Loop 1's queued item needs loop 0, on whose thread the last reference goes: releasing
+    /// the group there must not wait for loop 1's thread, which waits for loop 0.
+    @Test func droppingTheGroupOnOneOfItsOwnThreadsDoesNotWaitForTheOthers() throws {
+        let holder = Box<EvLoopGroup?>(try EvLoopGroup(numberOfThreads: 2, name: "self-drop"))
+        let loops = holder.get!.loops
+        let loop1Waits = Latch(), released = Latch(), loop1Done = Latch()
+        try loops[1].execute {
+            loop1Waits.wait()
+            _ = try? loops[0].performAndWait { 0 }  // run, or refused if loop 0 ended first
+            loop1Done.open()
+        }
+        try loops[0].execute {
+            var group = holder.update { value in defer { value = nil }; return value }
+            loop1Waits.open()
+            group = nil  // the last reference
+            released.open()
+            _ = group
+        }
+        #expect(released.wait(timeout: 10))
+        #expect(loop1Done.wait(timeout: 10))
+    }
+
     @Test func droppingTheGroupStopsItsThreads() throws {
         var group: EvLoopGroup? = try EvLoopGroup(numberOfThreads: 2, name: "dropped")
         let loops = group!.loops

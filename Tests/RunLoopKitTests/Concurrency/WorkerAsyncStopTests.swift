@@ -1,6 +1,7 @@
 import Foundation
 import RunLoopKit
 import Testing
+import TestSupport
 
 /// `await EvWorkerThread.stop()`: stops a worker from async code without blocking
 /// a thread of the cooperative pool.
@@ -50,6 +51,53 @@ import Testing
         await host.stop()
         #expect(timedOut.all.isEmpty)
         #expect(workers.allSatisfy { $0.state == .stopped })
+    }
+}
+
+/// An object that reports its release.
+private final class ReleaseProbe: Sendable {
+    let released: @Sendable () -> Void
+    init(_ released: @escaping @Sendable () -> Void) { self.released = released }
+    deinit { released() }
+}
+
+@Suite struct WorkerAsyncStopTeardownTests {
+    /// A stop that meets a start in progress waits for that start, and then for the teardown of
+    /// the loop it made, like any stop of a running worker.
+    @Test func asyncStopRacingStartReturnsOnlyOnceTheLoopIsTornDown() async throws {
+        var returnedEarly = 0
+        for _ in 0..<100 {
+            let worker = EvWorkerThread(name: "stop-vs-start")
+            let starting = Latch()
+            let starter = spawnThread {
+                starting.open()
+                _ = try? worker.start()
+            }
+            starting.wait()
+            await worker.stop()
+            if worker.state != .stopped { returnedEarly += 1 }
+            pthread_join(starter, nil)
+            worker.stop(waitUntilExited: true)
+        }
+        #expect(returnedEarly == 0)
+    }
+
+    /// "Its items released": what the loop's sources and its dropped blocks hold is gone by the
+    /// time the stop returns.
+    @Test func asyncStopReturnsWithTheLoopsSourcesAndDroppedBlocksReleased() async throws {
+        for _ in 0..<30 {
+            let worker = EvWorkerThread(name: "stop-releases")
+            let loop = try worker.start()
+            let released = TestLocked<[String]>([])
+            try worker.submitAndWait {
+                let held = ReleaseProbe { released.withLock { $0.append("source") } }
+                loop.add(EvSource { _ = held }, forMode: .default)
+                let queued = ReleaseProbe { released.withLock { $0.append("block") } }
+                loop.perform(inModes: [EvRunLoop.Mode("never-run")]) { _ = queued }
+            }
+            await worker.stop()
+            #expect(released.withLock { $0.sorted() } == ["block", "source"])
+        }
     }
 }
 
