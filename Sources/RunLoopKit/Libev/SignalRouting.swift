@@ -54,7 +54,7 @@ enum SignalRouting {
             if saved[signal] == nil {
                 pending[Int(signal)].store(false, ordering: .sequentiallyConsistent)
                 var action = sigaction()
-                action.__sigaction_handler.sa_handler = { signal in SignalRouting.handle(signal) }
+                action.__sigaction_handler.sa_handler = handler
                 sigfillset(&action.sa_mask)
                 action.sa_flags = SA_RESTART
                 var previous = sigaction()
@@ -69,13 +69,14 @@ enum SignalRouting {
     }
 
     /// Stops routing `signal` and restores the disposition it had before it was first routed
-    /// (a handler, `SIG_IGN`, or `SIG_DFL`). A delivery not yet taken is dropped: no source
-    /// watches it any more. Returns once no handler can still be using the old route.
+    /// (a handler, `SIG_IGN`, or `SIG_DFL`), unless a handler installed since (a DispatchSource's,
+    /// the program's own) replaced this one: that one stays. A delivery not yet taken is dropped:
+    /// no source watches it any more. Returns once no handler can still be using the old route.
     static func unroute(_ signal: Int32) {
         saved.withLock { saved in
             targets[Int(signal)].store(0, ordering: .sequentiallyConsistent)
             while handlersInFlight.load(ordering: .sequentiallyConsistent) != 0 { sched_yield() }
-            if var previous = saved.removeValue(forKey: signal) {
+            if var previous = saved.removeValue(forKey: signal), isInstalled(for: signal) {
                 sigaction(signal, &previous, nil)
             }
             pending[Int(signal)].store(false, ordering: .sequentiallyConsistent)
@@ -87,6 +88,16 @@ enum SignalRouting {
         guard pending[Int(signal)].load(ordering: .relaxed) else { return false }
         return pending[Int(signal)].exchange(false, ordering: .sequentiallyConsistent)
     }
+
+    /// Whether `signal`'s current handler is still ``handler``.
+    private static func isInstalled(for signal: Int32) -> Bool {
+        var current = sigaction()
+        guard sigaction(signal, nil, &current) == 0 else { return false }
+        return unsafeBitCast(current.__sigaction_handler.sa_handler, to: UInt.self) == unsafeBitCast(handler, to: UInt.self)
+    }
+
+    /// What ``route(_:to:)`` installs, one function for every signal.
+    private static let handler: @convention(c) (Int32) -> Void = { signal in SignalRouting.handle(signal) }
 
     /// The signal handler (async-signal-safe: atomics and `write` only).
     private static func handle(_ signal: Int32) {

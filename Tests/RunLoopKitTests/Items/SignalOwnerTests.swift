@@ -43,6 +43,27 @@ import Testing
             }
         }
     }
+
+    /// The other order: a DispatchSource traps the signal while a source has it (the source then
+    /// receives nothing). Before, the source's end put back the disposition from before it, over
+    /// libdispatch's handler, and the next delivery killed the process.
+    @Test func aDispatchSourceThatTookTheSignalKeepsItWhenTheSourceGoes() async {
+        await #expect(processExitsWith: .success) {
+            onLoopThread { loop in
+                let watcher = try! EvSignalSource(signal: SIGUSR1) {}
+                loop.add(watcher, forMode: .default)
+                let source = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: .global())
+                let registered = DispatchSemaphore(value: 0), delivered = DispatchSemaphore(value: 0)
+                source.setRegistrationHandler { registered.signal() }
+                source.setEventHandler { delivered.signal() }
+                source.resume()
+                registered.wait()
+                watcher.invalidate()
+                kill(getpid(), SIGUSR1)
+                if delivered.wait(timeout: .now() + 30) != .success { exit(3) }
+            }
+        }
+    }
 }
 
 /// A flag shared with a signal source's handler.
