@@ -76,7 +76,9 @@ public final class EvStallMonitor: Sendable {
         public var backtrace: BacktraceStyle
         /// Whether each report is also written to standard error.
         public var reportsToStandardError: Bool
-        /// The real-time signal used to capture the stack; `nil` for `SIGRTMAX - 3`.
+        /// The real-time signal used to capture the stack; `nil` for `SIGRTMAX - 3`. Any other
+        /// signal, or one already handled, is not taken: the reports then say why they have no
+        /// backtrace. Once taken, its handler stays for the life of the process.
         public var backtraceSignal: Int32?
         /// The watchdog thread's name (15 bytes at most are kept).
         public var watchdogName: String

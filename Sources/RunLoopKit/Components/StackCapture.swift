@@ -119,11 +119,21 @@ enum StackCapture {
 
     private static let installed = Locked<Set<Int32>>([])
 
+    /// Whether `signal` carries stack captures in this process (its handler stays for good).
+    static func isCaptureSignal(_ signal: Int32) -> Bool {
+        installed.withLock { $0.contains(signal) }
+    }
+
     /// Installs the handler for `signal` once per process.
     ///
     /// - Throws: ``Failure/signalUnavailable(_:_:)`` if something else already handles it.
     static func install(signal: Int32) throws(Failure) {
         guard registerOffsets != nil, GNUExtensions.signalQueue != nil else { throw .unsupportedPlatform }
+        // Its handler ignores every delivery that is not a capture request, so it may only
+        // take a signal nothing else needs: a real-time one.
+        guard (__libc_current_sigrtmin()...__libc_current_sigrtmax()).contains(signal) else {
+            throw .signalUnavailable(signal, "not a real-time signal (SIGRTMIN...SIGRTMAX)")
+        }
         try installed.withLock { (installed: inout Set<Int32>) throws(Failure) in
             guard !installed.contains(signal) else { return }
             var previous = sigaction()

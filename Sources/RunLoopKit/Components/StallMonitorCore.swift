@@ -192,7 +192,9 @@ final class StallMonitorCore: WaitCalloutWatcher {
             StackCapture.unblock(backtraceSignal)
             _ = prepareBacktraces()  // installs the handler and warms it up before any stall
         }
-        let limit = thresholdNanoseconds * UInt64(configuration.consecutiveThresholds)
+        // Saturated: a threshold of centuries means never, not a trap.
+        let (product, overflow) = thresholdNanoseconds.multipliedReportingOverflow(by: UInt64(configuration.consecutiveThresholds))
+        let limit = overflow ? UInt64.max : product
         var reported: UInt64 = 0
         while !stopping.load(ordering: .sequentiallyConsistent) {
             wakeups.add(1, ordering: .relaxed)

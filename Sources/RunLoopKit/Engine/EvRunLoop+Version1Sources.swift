@@ -225,6 +225,10 @@ enum SignalOwnership {
     private static let owners = Locked<[Int32: (loop: ObjectIdentifier, count: Int)]>([:])
 
     static func claim(_ signal: Int32, for loop: EvRunLoop) {
+        require(!StackCapture.isCaptureSignal(signal), """
+            EvRunLoop.add(_:forMode:): signal \(signal) is the one an EvStallMonitor captures stacks with \
+            (its Configuration.backtraceSignal); watch another signal, or give the monitor another one
+            """)
         owners.withLock { owners in
             let id = ObjectIdentifier(loop)
             if let owner = owners[signal] {

@@ -30,7 +30,11 @@ import Musl
 /// - adding a source for a signal a `DispatchSource` already traps stops with a message naming
 ///   `EvRunLoop.add(_:forMode:)`;
 /// - the other order cannot be detected: a `ServiceGroup` (or any `DispatchSource`) that traps a
-///   signal after a source was added takes it over, and the source receives nothing more.
+///   signal after a source was added takes it over, and the source receives nothing more; when
+///   the signal's last source goes, the newer handler stays in place;
+/// - adding a source for the signal an ``EvStallMonitor`` captures stacks with
+///   (``EvStallMonitor/Configuration/backtraceSignal``) stops with a message: that signal's
+///   handler stays for the life of the process.
 ///
 /// `@unchecked Sendable` as its superclass is: every field is a constant of a `Sendable` type.
 public final class EvSignalSource: EvVersion1Source, @unchecked Sendable {
@@ -40,8 +44,10 @@ public final class EvSignalSource: EvVersion1Source, @unchecked Sendable {
     /// A source for `signal`.
     ///
     /// - Parameters:
-    ///   - signal: the signal number: 1...31 except SIGKILL and SIGSTOP, or a real-time signal
-    ///     from `SIGRTMIN` to `SIGRTMAX` (34...64 with glibc, which keeps 32 and 33 for itself).
+    ///   - signal: the signal number: 1...31 except SIGKILL and SIGSTOP and the signals a fault
+    ///     raises (SIGILL, SIGFPE, SIGSEGV, SIGBUS: the faulting instruction would run again after
+    ///     the handler, for ever), or a real-time signal from `SIGRTMIN` to `SIGRTMAX` (34...64
+    ///     with glibc, which keeps 32 and 33 for itself).
     ///   - order: kept for CF parity; ready version-1 sources are handled first come, first served.
     ///   - handler: runs on the loop's thread after the signal arrived.
     /// - Throws: ``EvSourceError/invalidSignal(_:)`` for any other number.
@@ -54,10 +60,10 @@ public final class EvSignalSource: EvVersion1Source, @unchecked Sendable {
         })
     }
 
-    /// Whether a source can watch `signal`: a standard signal that can be caught, or a
-    /// real-time one the C library leaves to applications.
+    /// Whether a source can watch `signal`: a standard signal that can be caught and that no
+    /// fault raises, or a real-time one the C library leaves to applications.
     static func canWatch(_ signal: Int32) -> Bool {
-        if signal == SIGKILL || signal == SIGSTOP { return false }
+        if [SIGKILL, SIGSTOP, SIGILL, SIGFPE, SIGSEGV, SIGBUS].contains(signal) { return false }
         return (1..<32).contains(signal) || (__libc_current_sigrtmin()...__libc_current_sigrtmax()).contains(signal)
     }
 

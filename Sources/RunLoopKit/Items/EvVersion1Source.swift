@@ -88,8 +88,9 @@ struct Source1State: ItemMembership, Sendable {
 public enum EvSourceError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The file descriptor is negative or not open.
     case badFileDescriptor(Int32)
-    /// The signal number is out of range, reserved by the C library (32 and 33 with glibc), or a
-    /// signal that cannot be caught (SIGKILL, SIGSTOP).
+    /// The signal number is out of range, reserved by the C library (32 and 33 with glibc), a
+    /// signal that cannot be caught (SIGKILL, SIGSTOP), or one a fault raises (SIGILL, SIGFPE,
+    /// SIGSEGV, SIGBUS), which a handler that returns would raise again for ever.
     case invalidSignal(Int32)
     /// The descriptor is one of a run loop's own (its epoll set, its wake-up eventfd or its
     /// timerfd): watching it would break that loop.
@@ -105,7 +106,7 @@ public enum EvSourceError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .badFileDescriptor(let fd): "EvFileDescriptorSource: file descriptor \(fd) is not open"
         case .invalidSignal(let signal):
-            "EvSignalSource: signal \(signal) cannot be watched (valid: 1...31 except SIGKILL and SIGSTOP, and SIGRTMIN...SIGRTMAX)"
+            "EvSignalSource: signal \(signal) cannot be watched (valid: 1...31 except SIGKILL, SIGSTOP and the fault signals SIGILL, SIGFPE, SIGSEGV and SIGBUS, and SIGRTMIN...SIGRTMAX)"
         case .internalDescriptor(let fd):
             "EvFileDescriptorSource: file descriptor \(fd) belongs to a run loop (its epoll set, eventfd or timerfd) and cannot be watched"
         case .portInvalidated: "EvMessagePort.send: the port was invalidated"

@@ -132,6 +132,14 @@ import TestSupport
             #expect(throws: EvSourceError.invalidSignal(bad)) { try EvSignalSource(signal: bad) {} }
         }
     }
+
+    /// A handler that returns from a fault runs the faulting instruction again, for ever: a
+    /// source for these would turn a crash into a hang.
+    @Test func theSignalsAFaultRaisesAreRefused() {
+        for fault: Int32 in [SIGILL, SIGFPE, SIGSEGV, SIGBUS] {
+            #expect(throws: EvSourceError.invalidSignal(fault)) { try EvSignalSource(signal: fault) {} }
+        }
+    }
 }
 
 @Suite struct Version1CommonModeTests {
