@@ -117,24 +117,31 @@ extension EvRunLoop {
         state.source1s.removeValue(forKey: id)
     }
 
-    /// Records readiness of a bound source and wakes the loop (any thread; a port's send).
+    /// Records readiness of a bound source (any thread; a port's send) and wakes the loop if
+    /// that ends its wait: the source was not ready yet and the innermost run's mode holds it
+    /// (R22). Otherwise the readiness waits (R37): a run of one of its modes sees it before it
+    /// sleeps, under the same lock.
     func markReady(_ core: EvSource1Core, events: Int32) {
-        state.withLock { state in markReady(core, events: events, &state) }
-        wakeUp()
+        if state.withLock({ state in markReady(core, events: events, &state) }) { wakeUp() }
     }
 
-    func markReady(_ core: EvSource1Core, events: Int32, _ state: inout LoopState) {
+    /// Whether the source became ready in the innermost run's mode.
+    @discardableResult
+    func markReady(_ core: EvSource1Core, events: Int32, _ state: inout LoopState) -> Bool {
         core.state.withLock { sourceState in
-            guard sourceState.loop === self else { return }
-            markReady(core, events: events, &state, &sourceState)
+            guard sourceState.loop === self else { return false }
+            guard markReady(core, events: events, &state, &sourceState), let running = state.runs.last?.mode else { return false }
+            return sourceState.modes.contains(running)
         }
     }
 
-    private func markReady(_ core: EvSource1Core, events: Int32, _ state: inout LoopState, _ sourceState: inout Source1State) {
-        guard sourceState.isValid else { return }
+    /// Whether the source became ready now.
+    @discardableResult
+    private func markReady(_ core: EvSource1Core, events: Int32, _ state: inout LoopState, _ sourceState: inout Source1State) -> Bool {
+        guard sourceState.isValid else { return false }
         let wasReady = sourceState.pendingEvents != 0
         sourceState.pendingEvents |= events
-        guard !wasReady else { return }
+        guard !wasReady else { return false }
         state.readySequence &+= 1
         sourceState.readySequence = state.readySequence
         state.readySource1Count += 1
@@ -142,6 +149,7 @@ extension EvRunLoop {
             if let modeState = state.existingModeState(mode) { enqueueReady(core, sourceState.readySequence, in: modeState, &state) }
         }
         setHint(Hint.readySource1s)
+        return true
     }
 
     /// Puts `core`, ready under `sequence`, in `modeState`'s queue. The caller holds `core`'s
@@ -207,7 +215,7 @@ extension EvRunLoop {
         // is new, and reported.
         if let token { waiter.readinessTaken(token) }
         if Callout.version1Source(core, events, on: self) {
-            state.withLock { state in markReady(core, events: events, &state) }
+            _ = state.withLock { state in markReady(core, events: events, &state) }  // awake: no wake-up
         }
         return true
     }

@@ -56,6 +56,30 @@ import TestSupport
         #expect(received.all == [1, 2])
     }
 
+    /// R22, R37: a message for a port none of whose modes runs waits, and does not end the
+    /// running mode's sleep (CF waits on the running mode's ports only). Before, every send
+    /// woke the loop for a pass with nothing to do: here the run woke twice, not once.
+    @Test func R37_aMessageForAPortOfAnotherModeDoesNotWakeTheLoop() {
+        let received = EventLog<Int>()
+        let port = EvMessagePort<Int> { received.append($0) }
+        let (wakeUps, handledInItsMode) = onLoopThread { loop -> (Int, [Int]) in
+            let tracking = EvRunLoop.Mode("tracking")
+            loop.add(port, forMode: .default)
+            loop.add(keepAliveTimer(), forMode: tracking)
+            let afterWaiting = EventLog<EvRunLoop.Activity>()
+            loop.add(activityRecorder(afterWaiting, activities: .afterWaiting), forMode: tracking)
+            let sender = spawnThread {
+                if spinUntil({ loop.isWaiting }) { try? port.send(1) }
+            }
+            _ = loop.run(mode: tracking, timeout: .milliseconds(200))  // its deadline ends the one sleep
+            pthread_join(sender, nil)
+            _ = loop.run(mode: .default, timeout: .zero)
+            return (afterWaiting.count, received.all)
+        }
+        #expect(wakeUps == 1)
+        #expect(handledInItsMode == [1])
+    }
+
     @Test func R38_aSourceReadyBeforeItJoinsAModeTakesItsTurnThere() {
         let received = EventLog<String>()
         let early = EvMessagePort<Int> { _ in received.append("early") }
