@@ -2,7 +2,8 @@
 ///
 /// A file-descriptor source is watched only while one of its modes runs (R37); a signal source
 /// is watched for as long as it is in the loop, so the process's signal disposition does not
-/// flicker with the running mode. Changes made from other threads only mark the set stale; the
+/// flicker with the running mode, but its deliveries wake the loop only while one of its modes
+/// runs. Changes made from other threads only mark the set stale; the
 /// loop's thread brings the watchers in step before it next waits (libev is not thread-safe).
 ///
 /// The tables are in an object made when the first watcher is, because most loops have no
@@ -61,9 +62,15 @@ extension EvRunLoop {
 
     private func resyncWatchers(for mode: Mode, _ state: inout LoopState) {
         var wanted = state.existingModeState(mode)?.watchedSources ?? [:]
+        var signalsWakingMode: [Int32: Bool] = [:]
         for (id, source) in state.source1s {
-            if case .signal = source.kind { wanted[id] = source }
+            guard case .signal(let signal) = source.kind else { continue }
+            wanted[id] = source
+            let inMode = source.state.withLock { $0.modes.contains(mode) }
+            signalsWakingMode[signal, default: false] = signalsWakingMode[signal, default: false] || inMode
         }
+        // Caught all the time, but a delivery for another mode's source waits unwoken (R37).
+        for (signal, wakes) in signalsWakingMode { waiter.setSignal(signal, wakesLoop: wakes) }
         for id in state.watches.started where wanted[id] == nil {
             if let token = state.watches.tokens[id] { waiter.stopWatcher(token) }
             state.watches.started.remove(id)

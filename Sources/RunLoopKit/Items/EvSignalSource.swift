@@ -9,8 +9,8 @@ import Musl
 ///
 /// The signal is caught from the moment the source is in one of its loop's modes (from any
 /// thread) until its last source in that loop is removed or invalidated; deliveries wait while
-/// none of its modes runs (R37), though each still wakes the loop for a pass, and several
-/// deliveries before the handler runs are folded into one call. Once the last source for a signal is gone, the signal gets back the disposition the
+/// none of its modes runs (R37), without waking the loop, and several deliveries before the
+/// handler runs are folded into one call. Once the last source for a signal is gone, the signal gets back the disposition the
 /// process gave it before the first one was added (its own handler, `SIG_IGN`, or `SIG_DFL`):
 /// a server that ignores SIGPIPE and watches it for a while still ignores it afterwards.
 ///

@@ -75,6 +75,9 @@ extension EvBackend {
     /// Stops routing `signal` here and restores its earlier disposition (any thread).
     func unroute(_ signal: Int32) { SignalRouting.unroute(signal) }
 
+    /// Whether a delivery of `signal` ends the wait (see ``SignalRouting/setWakesLoop(_:_:wake:)``).
+    func setSignal(_ signal: Int32, wakesLoop: Bool) { SignalRouting.setWakesLoop(signal, wakesLoop, wake: wake) }
+
     /// Starts watching. A descriptor that cannot be watched (closed behind the source's back, or
     /// its number reused for another file, say) is reported as ``failed`` instead.
     func startWatcher(_ token: Int) {

@@ -15,8 +15,9 @@ import Musl
 /// `SIG_IGN` the process had. Here routing is a table entry changed at once from any thread,
 /// and the disposition found before the first route is put back after the last.
 ///
-/// The handler is async-signal-safe: it sets the signal's pending flag, then asks the routed
-/// loop's ``WakeSignal`` to wake the loop (atomics and `write`). ``unroute(_:)`` waits for
+/// The handler is async-signal-safe: it sets the signal's pending flag, then, if the loop's
+/// running mode holds a source for it, asks the routed loop's ``WakeSignal`` to wake the loop
+/// (atomics and `write`). ``unroute(_:)`` waits for
 /// handlers in flight, so a handler never touches a loop that has been torn down.
 enum SignalRouting {
     /// Signals 1...64 (glibc's `_NSIG` is 65).
@@ -39,6 +40,9 @@ enum SignalRouting {
     /// Per signal: delivered and not yet taken by the routed loop (``takePending(_:)``).
     private static let pendingTable = Table<Bool>(false)
     private static var pending: UnsafeMutablePointer<Atomic<Bool>> { pendingTable.base }
+    /// Per signal: whether a delivery wakes the routed loop (``setWakesLoop(_:_:wake:)``).
+    private static let wakesTable = Table<Bool>(true)
+    private static var wakes: UnsafeMutablePointer<Atomic<Bool>> { wakesTable.base }
     /// Handlers running now (see ``unroute(_:)``).
     private static let handlersInFlight = Atomic<Int>(0)
     /// Per signal: the disposition the process had before the first route (under this lock).
@@ -48,7 +52,7 @@ enum SignalRouting {
     /// routed. Any thread; the caller (`SignalOwnership`) serialises calls per signal.
     static func route(_ signal: Int32, to wake: WakeSignal) {
         // Initialised before any handler can run (a handler must not run a lazy initialiser).
-        _ = (targetTable, pendingTable)
+        _ = (targetTable, pendingTable, wakesTable)
         _ = handlersInFlight.load(ordering: .relaxed)
         saved.withLock { saved in
             if saved[signal] == nil {
@@ -62,6 +66,7 @@ enum SignalRouting {
                 require(status == 0, "EvRunLoop.add(_:forMode:): sigaction(\(signal)) failed (errno \(errno))")
                 saved[signal] = previous
             }
+            wakes[Int(signal)].store(true, ordering: .sequentiallyConsistent)  // until its loop says
             targets[Int(signal)].store(UInt(bitPattern: Unmanaged.passUnretained(wake).toOpaque()), ordering: .sequentiallyConsistent)
         }
         // A signal that arrived while the route was moving: make the new loop look.
@@ -81,6 +86,16 @@ enum SignalRouting {
             }
             pending[Int(signal)].store(false, ordering: .sequentiallyConsistent)
         }
+    }
+
+    /// Whether a delivery of `signal` wakes the loop it is routed to: set by that loop's thread
+    /// as its running mode changes, so that a delivery for a source of another mode waits
+    /// without waking it (R37). A delivery that came unwoken asks `wake` for a look once it wakes.
+    static func setWakesLoop(_ signal: Int32, _ wakesLoop: Bool, wake: WakeSignal) {
+        // Sequentially consistent, as the handler's store of `pending` and load of `wakes`: one
+        // of the two sees the other's store, so a delivery is either woken for or seen here.
+        wakes[Int(signal)].store(wakesLoop, ordering: .sequentiallyConsistent)
+        if wakesLoop && pending[Int(signal)].load(ordering: .sequentiallyConsistent) { wake.request(WakeSignal.signalArrived) }
     }
 
     /// Whether `signal` was delivered since the last call; clears it (the routed loop's thread).
@@ -107,11 +122,13 @@ enum SignalRouting {
             let target = targets[Int(signal)].load(ordering: .sequentiallyConsistent)
             if target != 0, let pointer = UnsafeRawPointer(bitPattern: target) {
                 pending[Int(signal)].store(true, ordering: .sequentiallyConsistent)
-                Unmanaged<WakeSignal>.fromOpaque(pointer)._withUnsafeGuaranteedRef { wake in
-                    // A failed write is retried a few times; the flag stays set either way.
-                    var attempts = 0
-                    if !wake.request(WakeSignal.signalArrived) {
-                        while attempts < 16 && !wake.kick() { attempts += 1 }
+                if wakes[Int(signal)].load(ordering: .sequentiallyConsistent) {
+                    Unmanaged<WakeSignal>.fromOpaque(pointer)._withUnsafeGuaranteedRef { wake in
+                        // A failed write is retried a few times; the flag stays set either way.
+                        var attempts = 0
+                        if !wake.request(WakeSignal.signalArrived) {
+                            while attempts < 16 && !wake.kick() { attempts += 1 }
+                        }
                     }
                 }
             }

@@ -79,6 +79,9 @@ protocol LoopWaiter: AnyObject {
     /// Routes a Unix signal to this loop from now on, or stops (any thread).
     func route(_ signal: Int32)
     func unroute(_ signal: Int32)
+    /// Whether a delivery of a routed signal ends the wait: only while the running mode holds a
+    /// source for it (R37). Loop's thread, loop's lock held.
+    func setSignal(_ signal: Int32, wakesLoop: Bool)
 
     /// Runs `body`, library code, with the libev loop that libev libraries attach to
     /// (``EvLibevSource``), made at the first call; then checks what library code may not do.

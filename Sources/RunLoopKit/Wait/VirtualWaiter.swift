@@ -161,6 +161,7 @@ final class VirtualWaiter: LoopWaiter, @unchecked Sendable {
     func rearmWatchers() {}
     func route(_ signal: Int32) {}
     func unroute(_ signal: Int32) {}
+    func setSignal(_ signal: Int32, wakesLoop: Bool) {}
     func withLibraryLoop<Result, Failure: Error>(
         _ call: StaticString, _ body: (OpaquePointer) throws(Failure) -> Result
     ) throws(Failure) -> Result {

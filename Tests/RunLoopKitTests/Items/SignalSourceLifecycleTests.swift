@@ -84,6 +84,35 @@ import TestSupport
         }
     }
 
+    /// R37: a signal for a source of another mode waits, and does not end the running mode's
+    /// sleep (ports and descriptors do not either). Before, every delivery woke the loop for a
+    /// pass with nothing to do: the run woke twice, not once. The delivery is handled once its
+    /// mode runs.
+    @Test func aSignalForASourceOfAnotherModeDoesNotWakeTheLoop() async {
+        await #expect(processExitsWith: .success) {
+            let handled = Latch()
+            let source = signalSource(SIGUSR2) { handled.open() }
+            let outcome = onLoopThread { loop -> Int32 in
+                let tracking = EvRunLoop.Mode("tracking")
+                loop.add(source, forMode: .default)
+                loop.add(keepAliveTimer(), forMode: tracking)
+                let afterWaiting = EventLog<EvRunLoop.Activity>()
+                loop.add(activityRecorder(afterWaiting, activities: .afterWaiting), forMode: tracking)
+                let sender = spawnThread {
+                    if spinUntil({ loop.isWaiting }) { kill(getpid(), SIGUSR2) }
+                }
+                loop.run(mode: tracking, timeout: .milliseconds(200))  // its deadline ends the one sleep
+                pthread_join(sender, nil)
+                guard afterWaiting.count == 1 else { return 10 }
+                guard loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true) == .handledSource,
+                    handled.wait(timeout: 0) else { return 11 }
+                source.invalidate()
+                return 0
+            }
+            exit(outcome)
+        }
+    }
+
     /// Glibc keeps signals 32 and 33 for itself (they never reach a handler), and 65 and above
     /// do not exist; the real-time signals from SIGRTMIN on can be watched.
     @Test func signalsReservedByTheCLibraryAreRefused() throws {
