@@ -166,8 +166,14 @@ public final class EvFrameTicker: Sendable {
     /// The grid, once the ticker was added to a loop.
     public var grid: Grid? { state.withLock { $0.grid } }
 
-    /// Whether the ticker still ticks (or can still be added).
-    public var isValid: Bool { state.withLock { $0.isValid } }
+    /// Whether the ticker still ticks (or can still be added): false once invalidated, and once
+    /// the thread of the loop it was added to has exited (R4).
+    public var isValid: Bool {
+        state.withLock { state in
+            // Its timer leaves the loop only at the loop's end, or at invalidate().
+            state.isValid && (state.timer.map { timer in timer.state.withLock { $0.loop != nil } } ?? true)
+        }
+    }
 
     /// The counters so far.
     public var statistics: Statistics {

@@ -266,4 +266,17 @@ private func busyWait(until instant: ContinuousClock.Instant) {
         #expect(throws: EvFrameTickerError.loopExited) { try ticker.add(to: loop) }
         #expect(!ticker.isValid)
     }
+
+    /// A ticker whose loop's thread exits neither ticks any more nor can be added again (its
+    /// grid is set): it is no longer valid. Before, it still said it was.
+    @Test func aTickerWhoseLoopsThreadExitedIsNoLongerValid() throws {
+        let ticker = EvFrameTicker(interval: frameInterval) { _ in }
+        let wasValid = onLoopThread { loop -> Bool in
+            try? ticker.add(to: loop, forModes: [.default])
+            loop.run(mode: .default, timeout: .zero)
+            return ticker.isValid
+        }
+        #expect(wasValid)
+        #expect(!ticker.isValid)  // the thread was joined: its loop is torn down (R4)
+    }
 }
