@@ -21,7 +21,8 @@ extension EvRunLoop {
     }
 
     /// Removes a version-1 source from `mode` (for ``Mode/common``, from the common items and every
-    /// common mode, R14). No handler of it runs for this mode afterwards. Safe from any thread.
+    /// common mode, R14). No handler of it runs for this mode afterwards, except, called from
+    /// another thread, one the loop's thread had already picked. Safe from any thread.
     public func remove(_ source: EvVersion1Source, forMode mode: Mode) {
         let core = source.source1Core
         state.withLock { state in
