@@ -28,25 +28,8 @@ import TestSupport
     /// says why it has no backtrace. Before, SIGTERM was swallowed for the rest of the process.
     @Test func aBacktraceSignalThatIsNotRealTimeIsNotTaken() async {
         await #expect(processExitsWith: .success) {
-            let monitoring = Latch(), reported = Latch()
-            let (loop, finished) = startLoopThread { loop in
-                loop.add(keepAliveTimer(), forMode: .default)
-                loop.perform(inModes: [.default]) { _ = reported.wait() }  // a stall until reported
-                _ = monitoring.wait()
-                loop.run(mode: .default, timeout: .zero)
-            }
             let reasons = EventLog<String>()
-            let configuration = EvStallMonitor.Configuration(
-                threshold: .milliseconds(5), modes: [.default], backtrace: .addresses, reportsToStandardError: false,
-                backtraceSignal: SIGTERM)
-            let monitor = EvStallMonitor(loop: loop, configuration: configuration) { report in
-                reasons.append(report.backtraceUnavailableReason ?? "a backtrace")
-                reported.open()
-            }
-            try? monitor.start()
-            monitoring.open()
-            _ = finished.wait()
-            monitor.stop()
+            stallOnceUnderAMonitor(backtraceSignal: SIGTERM) { reasons.append($0.backtraceUnavailableReason ?? "a backtrace") }
             var current = sigaction()
             sigaction(SIGTERM, nil, &current)
             guard current.__sigaction_handler.sa_handler == nil else { exit(3) }  // SIG_DFL
@@ -58,20 +41,7 @@ import TestSupport
     /// monitor's captures then go unanswered and the source fires for signals nobody sent it.
     @Test func aSignalSourceForTheMonitorsCaptureSignalStopsWithAMessage() async {
         let outcome = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let monitoring = Latch(), reported = Latch()
-            let (loop, finished) = startLoopThread { loop in
-                loop.add(keepAliveTimer(), forMode: .default)
-                loop.perform(inModes: [.default]) { _ = reported.wait() }  // a stall until reported
-                _ = monitoring.wait()
-                loop.run(mode: .default, timeout: .zero)
-            }
-            let configuration = EvStallMonitor.Configuration(
-                threshold: .milliseconds(5), modes: [.default], backtrace: .addresses, reportsToStandardError: false)
-            let monitor = EvStallMonitor(loop: loop, configuration: configuration) { _ in reported.open() }
-            try? monitor.start()
-            monitoring.open()
-            _ = finished.wait()  // a report came, so the capture signal's handler is in place
-            monitor.stop()
+            stallOnceUnderAMonitor { _ in }  // reported, so the capture signal's handler is in place
             onLoopThread { loop in
                 let captureSignal = __libc_current_sigrtmax() - 3  // the monitor's default
                 loop.add(try! EvSignalSource(signal: captureSignal) {}, forMode: .default)
@@ -80,4 +50,28 @@ import TestSupport
         let errors = String(decoding: outcome?.standardErrorContent ?? [], as: UTF8.self)
         #expect(errors.contains("EvRunLoop.add(_:forMode:): signal \(__libc_current_sigrtmax() - 3) is the one an EvStallMonitor captures stacks with"))
     }
+}
+
+/// A loop thread stalls in a block until a monitor with address backtraces (on
+/// `backtraceSignal`, `nil` for the default) reports it; `onReport` sees the report. Returns
+/// once the thread is done and the monitor stopped.
+private func stallOnceUnderAMonitor(backtraceSignal: Int32? = nil, _ onReport: @escaping @Sendable (EvStallMonitor.Report) -> Void) {
+    let monitoring = Latch(), reported = Latch()
+    let (loop, finished) = startLoopThread { loop in
+        loop.add(keepAliveTimer(), forMode: .default)
+        loop.perform(inModes: [.default]) { _ = reported.wait() }  // a stall until reported
+        _ = monitoring.wait()
+        loop.run(mode: .default, timeout: .zero)
+    }
+    let configuration = EvStallMonitor.Configuration(
+        threshold: .milliseconds(5), modes: [.default], backtrace: .addresses, reportsToStandardError: false,
+        backtraceSignal: backtraceSignal)
+    let monitor = EvStallMonitor(loop: loop, configuration: configuration) { report in
+        onReport(report)
+        reported.open()
+    }
+    try? monitor.start()
+    monitoring.open()
+    _ = finished.wait()
+    monitor.stop()
 }
