@@ -3,8 +3,8 @@
 /// A file-descriptor source is watched only while one of its modes runs (R37); a signal source
 /// is watched for as long as it is in the loop, so the process's signal disposition does not
 /// flicker with the running mode, but its deliveries wake the loop only while one of its modes
-/// runs. Changes made from other threads only mark the set stale; the
-/// loop's thread brings the watchers in step before it next waits (libev is not thread-safe).
+/// runs. Changes made from other threads only mark the set stale; the loop's thread brings the
+/// watchers in step before it next waits (libev is not thread-safe).
 ///
 /// The tables are in an object made when the first watcher is, because most loops have no
 /// version-1 source; reading them with none gives empty ones.

@@ -17,8 +17,8 @@ import Musl
 ///
 /// The handler is async-signal-safe: it sets the signal's pending flag, then, if the loop's
 /// running mode holds a source for it, asks the routed loop's ``WakeSignal`` to wake the loop
-/// (atomics and `write`). ``unroute(_:)`` waits for
-/// handlers in flight, so a handler never touches a loop that has been torn down.
+/// (atomics and `write`). ``unroute(_:)`` waits for handlers in flight, so a handler never
+/// touches a loop that has been torn down.
 enum SignalRouting {
     /// Signals 1...64 (glibc's `_NSIG` is 65).
     static let signalCount = 65
