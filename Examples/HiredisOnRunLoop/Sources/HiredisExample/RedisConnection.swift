@@ -24,9 +24,12 @@ public final class RedisConnection {
             if status != REDIS_OK { RedisConnection.of(context).ended(context, status) }
         }
         redisAsyncSetDisconnectCallback(context) { context, status in RedisConnection.of(context).ended(context, status) }
-        // At close() or when the loop's thread exits, while the libev loop still exists.
+        // At close() or when the loop's thread exits, while the libev loop still exists. Forgotten
+        // first: hiredis frees a connection still connecting without its disconnect callback.
         source.onDetach { _ in
-            if let context = self.context { redisAsyncFree(context) }
+            guard let context = self.context else { return }
+            self.context = nil
+            redisAsyncFree(context)
         }
     }
 
@@ -46,6 +49,9 @@ public final class RedisConnection {
 
     /// Lets the connection go (loop's thread): hiredis frees it, pending replies get nil.
     public func close() { source.invalidate() }
+
+    /// Whether the connection is up or still connecting: false once it failed, ended or was closed.
+    public var isOpen: Bool { context != nil }
 
     private func ended(_ context: UnsafePointer<redisAsyncContext>?, _ status: Int32) {
         if status != REDIS_OK { error = context?.pointee.errstr.map { String(cString: $0) } }

@@ -120,6 +120,25 @@ import Testing
         #expect(error == "Connection refused")
     }
 
+    /// close() while hiredis still connects: hiredis frees such a connection without calling its
+    /// disconnect callback, so the example forgets it at the detach itself. The pending command
+    /// gets no reply, and a command sent afterwards none either, instead of hiredis being handed
+    /// the freed connection. Before, the connection stayed open in the example's eyes.
+    @Test func closingAConnectionStillConnectingLetsItGo() throws {
+        let (isOpen, replies) = try withRedisServer { server in
+            onLoopThread { _ -> (Bool, [String]) in
+                var replies: [String] = []
+                let redis = RedisConnection(port: server.port)
+                redis.send(["PING"]) { replies.append("pending: \($0 ?? "nil")") }
+                redis.close()  // no run yet: the connect is still in progress
+                redis.send(["PING"]) { replies.append("after close: \($0 ?? "nil")") }
+                return (redis.isOpen, replies)
+            }
+        }
+        #expect(!isOpen)
+        #expect(replies == ["pending: nil", "after close: nil"])
+    }
+
     /// R4: the loop's thread exits with the connection open and a command waiting for its
     /// reply (BLPOP on an empty list blocks for ever): the source's detach handler frees the
     /// connection while the libev loop still exists, and hiredis answers the pending command
