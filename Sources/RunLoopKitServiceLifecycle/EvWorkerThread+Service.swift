@@ -16,7 +16,11 @@ extension EvWorkerThread: Service {
     /// - Throws: ``RunLoopKit/EvWorkerThreadError`` when the worker cannot start (it was stopped
     ///   before, or the system is out of threads or descriptors).
     public func run() async throws {
-        if state == .idle { try start() }
+        switch state {
+        case .idle: try start()
+        case .running: break
+        case .stopping, .stopped: throw EvWorkerThreadError.stopped  // nothing would run
+        }
         do {
             try await gracefulShutdown()
         } catch {

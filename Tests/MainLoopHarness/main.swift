@@ -121,6 +121,16 @@ case "run-main-ends-after-nested-run":
     }
     print("runMain returned \(value)")
 
+case "run-main-from-main-queue-work":
+    // Misuse: runMain from a DispatchQueue.main block the main loop drains stops with a message
+    // instead of spinning on a default mode that is empty there (R60: no drain inside a drain).
+    DispatchQueue.main.async {
+        let value = EvRunLoop.runMain { () async -> Int in await MainActor.run { 5 } }
+        print("runMain returned \(value)")
+        main.stop()
+    }
+    print("result: \(main.run(mode: .default, timeout: .seconds(10)))")
+
 case "run-main-from-a-task":
     // Misuse: runMain from async code (here a main-actor task on the main thread) stops with a
     // message instead of running the loop inside a main-actor job.

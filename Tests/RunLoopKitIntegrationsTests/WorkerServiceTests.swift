@@ -38,6 +38,14 @@ import Testing
         #expect(worker.state == .stopped)
     }
 
+    /// A worker stopped before throws, as starting it would, instead of a service that waits
+    /// for shutdown with no thread behind it. Before, run() did not throw and waited.
+    @Test func runningAStoppedWorkerThrowsStopped() async {
+        let worker = EvWorkerThread(name: "service-stopped")
+        worker.stop(waitUntilExited: true)
+        await #expect(throws: EvWorkerThreadError.stopped) { try await worker.run() }
+    }
+
     /// The worker's loop once run() has started it (polled with yields: start happens in the
     /// service's own task, which has no event to wait on). The safety net is wide: the suite's
     /// long synchronous tests can hold every thread of the cooperative pool for a minute under

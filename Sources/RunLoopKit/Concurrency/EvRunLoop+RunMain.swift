@@ -32,7 +32,8 @@ extension EvRunLoop {
     /// - Throws: what `body` threw, with its type.
     /// - Precondition: called on the process's main thread (the main loop can only run on its own
     ///   thread, R5), from synchronous code: not from a task, an async `main` or `@MainActor`
-    ///   async code, where the loop would run inside a main-actor job.
+    ///   async code, where the loop would run inside a main-actor job, nor from main-queue work
+    ///   the main loop is draining (a `DispatchQueue.main` block), which it cannot drain again.
     public static func runMain<T: Sendable, E: Error>(
         _ body: @escaping @Sendable () async throws(E) -> T
     ) throws(E) -> T {
@@ -44,6 +45,11 @@ extension EvRunLoop {
             "EvRunLoop.runMain(_:): call it from synchronous code (main.swift's top level, a synchronous static main()), not from a task or an async main")
         let loop = main
         loop.preconditionOwnThread("EvRunLoop.runMain(_:)")
+        // Inside main-queue work the loop cannot drain the queue it is draining: the body's hops
+        // to the main actor would never run, and the loop, its default mode empty, would spin.
+        require(
+            !loop.state.withLock { $0.isServicingMainQueue },
+            "EvRunLoop.runMain(_:): called from main-queue work (a DispatchQueue.main block or @MainActor code) that the main loop is draining, which it cannot drain again from inside; call it from the program's synchronous entry point")
         let finished = MainProgram<T, E>(depth: loop.state.withLock { $0.runs.count })
         // Ends runMain's own run, never a run nested in one of its callouts: checked each time an
         // iteration of the default mode begins, after body finished and woke the loop.

@@ -85,6 +85,13 @@ import Testing
         #expect(errors.contains("EvRunLoop.runMain(_:): call it from the process's main thread"))
     }
 
+    /// Before, runMain spun at full CPU there, and for ever once its body hopped to the main actor.
+    @Test func runMainFromMainQueueWorkStopsWithAMessageNamingTheCall() throws {
+        let (status, output, errors) = try runHarness("run-main-from-main-queue-work")
+        #expect(status != 0, "\(output)")
+        #expect(errors.contains("EvRunLoop.runMain(_:): called from main-queue work"))
+    }
+
     @Test func runMainFromATaskStopsWithAMessageNamingTheCall() throws {
         let (status, output, errors) = try runHarness("run-main-from-a-task")
         #expect(status != 0, "\(output)")
