@@ -11,7 +11,7 @@ import Synchronization
 /// | --- | --- | --- |
 /// | `<label>_iterations_total` | counter | iterations of the loop's runs |
 /// | `<label>_sleeps_total` | counter | times the loop went to sleep |
-/// | `<label>_callouts_total`, dimension `kind` | counter | callouts by kind (`timer`, `source`, `version1_source`, `block`, `main_queue`, `observer`) |
+/// | `<label>_callouts_total`, dimension `kind` | counter | callouts by kind (`timer`, `source`, `version1_source`, `block`, `main_queue`, `observer`, `libev_source`) |
 /// | `<label>_asleep_nanoseconds_total` | counter | time asleep (timing metrics only) |
 /// | `<label>_awake_nanoseconds_total` | counter | time awake inside runs (timing metrics only) |
 /// | `<label>_longest_callout_nanoseconds` | gauge | the longest callout so far (timing metrics only) |
