@@ -120,8 +120,19 @@ extension EvRunLoop {
     /// R42: the old fire date plus as many whole intervals as needed to be strictly after `now`.
     static func nextFireDate(after fired: MonotonicTime, everyNanoseconds interval: Int64, now: MonotonicTime) -> MonotonicTime {
         let step = max(interval, 1)
-        let behind = now.nanoseconds >= fired.nanoseconds ? (now.nanoseconds &- fired.nanoseconds) / step + 1 : 1
-        let (advance, overflow) = behind.multipliedReportingOverflow(by: step)
-        return overflow ? .distantFuture : fired.adding(nanoseconds: advance)
+        guard now.nanoseconds >= fired.nanoseconds else { return fired.adding(nanoseconds: step) }
+        let (gap, gapOverflow) = now.nanoseconds.subtractingReportingOverflow(fired.nanoseconds)
+        let (advance, overflow) = (gap / step + 1).multipliedReportingOverflow(by: step)
+        guard gapOverflow || overflow else { return fired.adding(nanoseconds: advance) }
+        return nextFireDateFarBehind(fired, step, now)
+    }
+
+    /// ``nextFireDate(after:everyNanoseconds:now:)`` for a date so far behind that the gap or the
+    /// advance leaves 64 bits (R47): in 128, so the grid's next slot is found all the same.
+    @inline(never)
+    private static func nextFireDateFarBehind(_ fired: MonotonicTime, _ step: Int64, _ now: MonotonicTime) -> MonotonicTime {
+        let wideFired = Int128(fired.nanoseconds), wideStep = Int128(step)
+        let next = wideFired + ((Int128(now.nanoseconds) - wideFired) / wideStep + 1) * wideStep
+        return next > Int128(Int64.max) ? .distantFuture : MonotonicTime(nanoseconds: Int64(next))
     }
 }

@@ -5,8 +5,9 @@ extension EvRunLoop {
     /// directly or as a common item of a common mode (R7, C10); making it common while the loop
     /// has no common items does not create it. ``default`` always exists; ``common`` is the
     /// pseudo-mode that stands for every mode in the loop's common set (R11–R15) and cannot
-    /// itself be run (R10). Modes compare by name, so `Mode("kCFRunLoopCommonModes")` is
-    /// ``common`` (CF recognises the pseudo-mode by pointer only, W9).
+    /// itself be run (R10). Modes compare by name, literally as CF compares them (not by
+    /// Swift's canonical `String` equality), so `Mode("kCFRunLoopCommonModes")` is ``common``
+    /// (CF recognises the pseudo-mode by pointer only, W9).
     public struct Mode: Hashable, Sendable, CustomStringConvertible {
         /// The name's number in the process-wide table of mode names. A mode is only this number,
         /// so copying, comparing and hashing one is as cheap as an `Int` (no string to retain).
@@ -106,18 +107,21 @@ enum ModeNames {
     static let defaultNumber = 0
     static let commonNumber = 1
 
+    /// Keyed by the name's bytes: CF compares mode names literally, while Swift's `String`
+    /// equality would make two spellings of "é" (composed, decomposed) one mode.
     private struct Table {
-        var numbers: [String: Int] = ["kCFRunLoopDefaultMode": defaultNumber, "kCFRunLoopCommonModes": commonNumber]
+        var numbers: [[UInt8]: Int] = [Array("kCFRunLoopDefaultMode".utf8): defaultNumber, Array("kCFRunLoopCommonModes".utf8): commonNumber]
         var names: [String] = ["kCFRunLoopDefaultMode", "kCFRunLoopCommonModes"]
     }
 
     private static let table = Locked(Table())
 
     static func number(for name: String) -> Int {
-        table.withLock { table in
-            if let number = table.numbers[name] { return number }
+        let bytes = Array(name.utf8)
+        return table.withLock { table in
+            if let number = table.numbers[bytes] { return number }
             table.names.append(name)
-            table.numbers[name] = table.names.count - 1
+            table.numbers[bytes] = table.names.count - 1
             return table.names.count - 1
         }
     }

@@ -49,7 +49,8 @@ public final class EvTimer: Sendable {
     /// - Parameters:
     ///   - fireAt: the first fire date.
     ///   - interval: the time between fires; `.zero` (the default) makes a one-shot timer.
-    ///     Intervals over ``intervalLimit`` are capped to it (R47).
+    ///     Intervals over ``intervalLimit`` are capped to it, and one under a nanosecond is a
+    ///     nanosecond (R47).
     ///   - tolerance: how late the loop may fire the timer to wake less often (R46).
     ///   - order: kept for CF parity.
     ///   - handler: runs on the loop's thread each time the timer fires.
@@ -60,7 +61,8 @@ public final class EvTimer: Sendable {
     ) {
         require(interval >= .zero, "EvTimer.init: interval must not be negative (got \(interval))")
         require(tolerance >= .zero, "EvTimer.init: tolerance must not be negative (got \(tolerance))")
-        self.interval = min(interval, Self.intervalLimit)
+        // Kept to the nanosecond: a repeating interval under one is one, not zero (a one-shot).
+        self.interval = interval > .zero ? max(min(interval, Self.intervalLimit), .nanoseconds(1)) : .zero
         intervalNanoseconds = self.interval.saturatingNanoseconds
         self.order = order
         self.handler = handler
@@ -117,13 +119,21 @@ public final class EvTimer: Sendable {
     }
 
     /// How late the loop may fire this timer to coalesce wake-ups (R46). Not negative; kept to
-    /// the nanosecond.
+    /// the nanosecond. Setting it from any thread counts from the timer's next wake-up on: a
+    /// sleep planned for the old tolerance is brought forward (R44).
     public var tolerance: Duration {
         get { .nanoseconds(state.withLock { $0.toleranceNanoseconds }) }
         set {
             require(newValue >= .zero, "EvTimer.tolerance: must not be negative (got \(newValue))")
             let nanoseconds = newValue.saturatingNanoseconds
-            state.withLock { $0.toleranceNanoseconds = nanoseconds }
+            withItemAndLoopLocked(
+                state,
+                bound: { loop, loopState, timer in
+                    timer.toleranceNanoseconds = nanoseconds
+                    // Its heap entries carry the latest date it may fire at: pushed again.
+                    if timer.isValid { loop.reschedule(self, &timer, &loopState) }
+                },
+                unbound: { $0.toleranceNanoseconds = nanoseconds })
         }
     }
 

@@ -288,6 +288,19 @@ import Testing
         #expect(found)
     }
 
+    /// R7 as CF compares names: literally. "é" composed and decomposed are two modes there, as
+    /// in CF, though Swift's `String` calls them equal. Before, they were one mode.
+    @Test func R7_namesThatDifferOnlyInTheirUnicodeSpellingAreTwoModes() {
+        let composed = EvRunLoop.Mode("mode-\u{e9}"), decomposed = EvRunLoop.Mode("mode-e\u{301}")
+        #expect(composed != decomposed)
+        #expect(Array(decomposed.name.unicodeScalars).count == 7)
+        let runsTheOther = onLoopThread { loop -> Bool in
+            loop.add(keepAliveTimer(), forMode: composed)
+            return loop.run(mode: decomposed, before: .now)  // an empty mode: nothing to run
+        }
+        #expect(!runsTheOther)
+    }
+
     /// R7 as CF has it (C10): making a mode common creates it only once a common item joins it.
     @Test func R7_C10_aModeExistsOnceAnItemIsAddedNotWhenMadeCommonAlone() {
         let (neverRun, modes) = onLoopThread { loop -> (EvRunLoop.RunResult, [[EvRunLoop.Mode]]) in

@@ -260,6 +260,62 @@ import TestSupport
         #expect(fires == [first, first + .seconds(10)])
     }
 
+    /// R47: a repeating timer dated centuries ago, beyond what 64 bits of nanoseconds reach back
+    /// to, fires once, then on its grid's slots after now, one interval apart. Before, its next
+    /// date stayed at the far past and it fired at every pass (the run never ended here).
+    @Test func R47_aRepeatingTimerDatedCenturiesAgoFiresOnceThenEveryInterval() {
+        let fires = onVirtualLoopThread { loop, clock -> [ContinuousClock.Instant] in
+            let fires = EventLog<ContinuousClock.Instant>()
+            let timer = EvTimer(fireAt: clock.instant - .seconds(400 * 365 * 86_400), interval: .seconds(1)) { _ in
+                fires.append(clock.instant)
+            }
+            loop.add(timer, forMode: .default)
+            _ = loop.run(mode: .default, timeout: .milliseconds(3_500))
+            timer.invalidate()
+            return fires.all
+        }
+        #expect((4...5).contains(fires.count))
+        #expect(zip(fires.dropFirst(), fires.dropFirst(2)).allSatisfy { $0.duration(to: $1) == .seconds(1) })
+    }
+
+    /// R47: the next slot of a grid whose date lies so far behind that the gap, or the advance to
+    /// the slot, leaves 64 bits, is still the first one after now.
+    @Test func R47_theNextSlotOfAGridFarBehindIsTheFirstAfterNow() {
+        let now = MonotonicTime(nanoseconds: 5_000_000_000)
+        let second: Int64 = 1_000_000_000
+        let fromTheFarPast = EvRunLoop.nextFireDate(after: MonotonicTime(nanoseconds: .min), everyNanoseconds: second, now: now)
+        #expect(fromTheFarPast > now && fromTheFarPast.nanoseconds - now.nanoseconds <= second)
+        #expect((Int128(fromTheFarPast.nanoseconds) - Int128(Int64.min)) % Int128(second) == 0)
+        // An interval of 200 years from a date 150 years back: the slot is 50 years ahead.
+        let year: Int64 = 365 * 86_400 * second
+        let longStep = EvRunLoop.nextFireDate(after: MonotonicTime(nanoseconds: -150 * year), everyNanoseconds: 200 * year, now: now)
+        #expect(longStep == MonotonicTime(nanoseconds: 50 * year))
+    }
+
+    /// R46: lowering a scheduled timer's tolerance counts from its next wake-up, as Foundation's
+    /// habit of setting it after scheduling expects. Before, the heap kept the old latest date
+    /// and the timer fired a minute late.
+    @Test func R46_aToleranceLoweredAfterTheTimerWasAddedIsHonoured() {
+        let (firedAt, due) = onVirtualLoopThread { loop, clock -> (ContinuousClock.Instant?, ContinuousClock.Instant) in
+            let due = clock.instant + .seconds(5)
+            let firedAt = Box<ContinuousClock.Instant?>(nil)
+            let timer = EvTimer(fireAt: due, tolerance: .seconds(60)) { _ in firedAt.set(clock.instant) }
+            loop.add(timer, forMode: .default)
+            timer.tolerance = .zero
+            _ = loop.run(mode: .default, timeout: .seconds(120))
+            return (firedAt.get, due)
+        }
+        #expect(firedAt == due)
+    }
+
+    /// R47: a repeating interval under a nanosecond is a nanosecond, not zero: the timer repeats,
+    /// as it says. Before, it reported the interval but fired once, as a one-shot.
+    @Test func R47_aRepeatingIntervalUnderANanosecondIsOne() {
+        let timer = EvTimer(interval: .nanoseconds(0.5), repeats: true) { _ in }
+        #expect(timer.interval == .nanoseconds(1))
+        #expect(timer.repeats)
+    }
+
     /// R26, R47: a run's timeout ends its sleep at that date when no timer comes first.
     @Test func R26_aRunTimesOutAtItsDeadline() {
         let (result, elapsed) = onVirtualLoopThread { loop, clock -> (EvRunLoop.RunResult, Duration) in
