@@ -141,6 +141,7 @@ extension EvRunLoop {
             // by a run nested in the same iteration (R27).
             if poll || hasReadySource1(run, &state) || waiter.hasReady || state.runs[run.frame].isStopped { return false }
             // Planned under the lock: a timer added from another thread from now on moves it (R44).
+            state.plannedRunDeadline = run.deadline
             waiter.planSleep(sleepDeadline(run))
             return true
         }

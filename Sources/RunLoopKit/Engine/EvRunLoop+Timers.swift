@@ -125,6 +125,16 @@ extension EvRunLoop {
         guard let (emptied, mostlyStale) = counted else { return }
         if emptied { notePassViewChanged() }
         if mostlyStale { compactTimers(of: mode, &state) }
+        // Only another thread finds the loop's sleep planned: its own is awake here.
+        if state.runs.last?.mode == mode && waiter.isSleepPlanned { pushDeadlineBack(for: mode, &state) }
+    }
+
+    /// A timer left the mode a planned sleep is for: the sleep may end later, at the mode's next
+    /// timer or the run's timeout, and not wake for a timer that is gone.
+    @inline(never)
+    private func pushDeadlineBack(for mode: Mode, _ state: inout LoopState) {
+        guard let modeState = state.existingModeState(mode) else { return }
+        waiter.pushDeadlineBack(to: min(nextTimerWakeUp(modeState).date, state.plannedRunDeadline))
     }
 
     @inline(never)

@@ -25,6 +25,8 @@ struct LoopState {
     var isServicingMainQueue = false
     /// Set when the owning thread exits (R4).
     var isDead = false
+    /// The timeout of the run whose sleep was planned last (see ``EvRunLoop/timerLeft(_:_:)``).
+    var plannedRunDeadline = MonotonicTime.distantFuture
     /// Tie-breaker for equal timer fire dates (see ``nextSequence()``).
     var sequence: UInt64 = 0
     /// Stop waiters and exit hooks, made when the first registers (see ``madeWaiters()``).

@@ -48,6 +48,21 @@ extension EvBackend {
         if armed == false { wake.request(WakeSignal.deadlineNeedsLoop) }
     }
 
+    /// The other half of R44 (any thread, loop's lock held): the timer the planned deadline was
+    /// for left the running mode, and the mode's next timer or the run's timeout comes later. The
+    /// timerfd is re-armed from here, so the loop does not wake for a timer that is gone.
+    func pushDeadlineBack(to date: MonotonicTime) {
+        guard !destroyed, wake.isPlanned else { return }
+        let armed: Bool? = withDeadline { state in
+            guard date > state.requested.date else { return nil }
+            state.requested = SleepDeadline(date: date)
+            return state.timerFD >= 0 && arm(state.target, &state)
+        }
+        if armed == false { wake.request(WakeSignal.deadlineNeedsLoop) }
+    }
+
+    var isSleepPlanned: Bool { wake.isPlanned }
+
     /// The loop's thread, asked by ``bringDeadlineForward(to:)``: arms the deadline asked for,
     /// making the timerfd if needed; the fallback timer holds it if that fails.
     @inline(never)

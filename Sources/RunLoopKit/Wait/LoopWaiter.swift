@@ -56,6 +56,11 @@ protocol LoopWaiter: AnyObject {
     /// R44: a timer of the running mode now falls before the planned deadline (any thread,
     /// loop's lock held): a planned or sleeping wait ends by `date` instead.
     func bringDeadlineForward(to date: MonotonicTime)
+    /// The running mode's timer that the planned deadline was for left it (any thread, loop's
+    /// lock held): a planned or sleeping wait sleeps on to `date` instead, if that is later.
+    func pushDeadlineBack(to date: MonotonicTime)
+    /// Whether a sleep is planned or in progress (any thread; exact with the loop's lock held).
+    var isSleepPlanned: Bool { get }
     /// Ends the current or next ``sleep()`` at once (any thread).
     func wakeUp()
     /// Tears down: no call but ``wakeUp()`` (a no-op then) may follow.

@@ -135,6 +135,16 @@ final class VirtualWaiter: LoopWaiter, @unchecked Sendable {
         }
     }
 
+    func pushDeadlineBack(to date: MonotonicTime) {
+        locked {
+            guard planned, date > requested.date else { return }
+            requested = SleepDeadline(date: date)
+            pthread_cond_broadcast(changed)
+        }
+    }
+
+    var isSleepPlanned: Bool { locked { planned } }
+
     func wakeUp() {
         locked {
             wakeRequested = true

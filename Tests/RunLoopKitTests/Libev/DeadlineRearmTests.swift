@@ -62,4 +62,29 @@ import TestSupport
         #expect(outcome.result == .stopped, "the timer did not fire at once: run ended \(outcome.result) after \(outcome.seconds) s")
         #expect(outcome.seconds < 2, "the timer fired only after \(outcome.seconds) s")
     }
+
+    /// A timer removed, or invalidated, from another thread while the loop sleeps for it does not
+    /// wake the loop at its date: the sleep goes on to the run's timeout, the one wake-up its
+    /// observers see. Before, the timerfd stayed armed for the timer that was gone, and the loop
+    /// woke once for nothing (two AfterWaitings, not one).
+    @Test(arguments: [false, true])
+    func aTimerThatLeavesTheModeFromAnotherThreadNoLongerWakesTheSleep(invalidates: Bool) {
+        let (wakeUps, fired) = onLoopThread { loop -> (Int, Bool) in
+            let afterWaiting = EventLog<EvRunLoop.Activity>()
+            loop.add(EvObserver(activities: .afterWaiting) { _, activity in afterWaiting.append(activity) }, forMode: .default)
+            loop.add(EvSource {}, forMode: .default)  // keeps the mode from being empty (R16)
+            let fired = Latch()
+            let timer = EvTimer(after: .milliseconds(400)) { _ in fired.open() }
+            loop.add(timer, forMode: .default)
+            let remover = spawnThread {
+                guard spinUntil({ loop.isWaiting }) else { return }
+                if invalidates { timer.invalidate() } else { loop.remove(timer, forMode: .default) }
+            }
+            loop.run(mode: .default, timeout: .milliseconds(700))
+            pthread_join(remover, nil)
+            return (afterWaiting.count, fired.wait(timeout: 0))
+        }
+        #expect(!fired)
+        #expect(wakeUps == 1)
+    }
 }
