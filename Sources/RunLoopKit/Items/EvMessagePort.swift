@@ -5,7 +5,8 @@ import Synchronization
 /// sending queues the message and wakes the loop when the mode it runs holds the port).
 ///
 /// Messages sent while none of the port's modes runs — or before the port was added to a loop —
-/// wait, without waking the loop, and none is lost or duplicated: each is handled exactly once, one per iteration (R38).
+/// wait, without waking the loop, and none is lost or duplicated: each is handled exactly once,
+/// one per iteration (R38).
 /// A port keeps its modes from being empty even with nothing queued, so a port is the classic
 /// way to keep a thread's loop alive.
 ///

@@ -10,9 +10,10 @@ import Musl
 /// The signal is caught from the moment the source is in one of its loop's modes (from any
 /// thread) until its last source in that loop is removed or invalidated; deliveries wait while
 /// none of its modes runs (R37), without waking the loop, and several deliveries before the
-/// handler runs are folded into one call. Once the last source for a signal is gone, the signal gets back the disposition the
-/// process gave it before the first one was added (its own handler, `SIG_IGN`, or `SIG_DFL`):
-/// a server that ignores SIGPIPE and watches it for a while still ignores it afterwards.
+/// handler runs are folded into one call. Once the last source for a signal is gone, the
+/// signal gets back the disposition the process gave it before the first one was added (its
+/// own handler, `SIG_IGN`, or `SIG_DFL`): a server that ignores SIGPIPE and watches it for a
+/// while still ignores it afterwards.
 ///
 /// A signal can be watched by one run loop at a time; adding a source for it to a second loop
 /// while the first still has one stops with a message. Once the first loop's sources are removed
