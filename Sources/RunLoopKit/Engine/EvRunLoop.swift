@@ -232,6 +232,8 @@ public final class EvRunLoop: Sendable {
             // Before the libev loops go: the libraries detach from theirs while it still exists.
             for core in libevSources { endLibevSource(core, "EvRunLoop (its thread exited)") }
             if wakeGate.add(Self.wakeGateClosed, ordering: .acquiringAndReleasing).newValue != Self.wakeGateClosed {
+                // Not a wait of the loop (its thread is exiting): wakeUp() calls in flight on other
+                // threads, a few instructions each, leave before the backend they touch goes.
                 while wakeGate.load(ordering: .acquiring) != Self.wakeGateClosed { sched_yield() }
             }
             state.withLock { _ in waiter.destroy() }
