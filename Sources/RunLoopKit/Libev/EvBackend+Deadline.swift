@@ -39,22 +39,22 @@ extension EvBackend {
     /// the new date without waking; only a loop whose timerfd is not made yet, or cannot be
     /// armed from here, is woken to do it itself.
     func bringDeadlineForward(to date: MonotonicTime) {
-        guard !destroyed, wake.isPlanned else { return }
-        let armed: Bool? = withDeadline { state in
-            guard date < state.requested.date else { return nil }
-            state.requested = SleepDeadline(date: date)
-            return state.timerFD >= 0 && arm(state.target, &state)
-        }
-        if armed == false { wake.request(WakeSignal.deadlineNeedsLoop) }
+        movePlannedDeadline(to: date) { $0 < $1 }
     }
 
     /// The other half of R44 (any thread, loop's lock held): the timer the planned deadline was
     /// for left the running mode, and the mode's next timer or the run's timeout comes later. The
     /// timerfd is re-armed from here, so the loop does not wake for a timer that is gone.
     func pushDeadlineBack(to date: MonotonicTime) {
+        movePlannedDeadline(to: date) { $0 > $1 }
+    }
+
+    /// Moves a planned or sleeping wait's deadline to `date` when `replaces(date, planned)`.
+    @inline(__always)
+    private func movePlannedDeadline(to date: MonotonicTime, when replaces: (MonotonicTime, MonotonicTime) -> Bool) {
         guard !destroyed, wake.isPlanned else { return }
         let armed: Bool? = withDeadline { state in
-            guard date > state.requested.date else { return nil }
+            guard replaces(date, state.requested.date) else { return nil }
             state.requested = SleepDeadline(date: date)
             return state.timerFD >= 0 && arm(state.target, &state)
         }

@@ -128,16 +128,17 @@ final class VirtualWaiter: LoopWaiter, @unchecked Sendable {
     }
 
     func bringDeadlineForward(to date: MonotonicTime) {
-        locked {
-            guard planned, date < requested.date else { return }
-            requested = SleepDeadline(date: date)
-            pthread_cond_broadcast(changed)
-        }
+        movePlannedDeadline(to: date) { $0 < $1 }
     }
 
     func pushDeadlineBack(to date: MonotonicTime) {
+        movePlannedDeadline(to: date) { $0 > $1 }
+    }
+
+    /// Moves the planned sleep's deadline to `date` when `replaces(date, planned)`.
+    private func movePlannedDeadline(to date: MonotonicTime, when replaces: (MonotonicTime, MonotonicTime) -> Bool) {
         locked {
-            guard planned, date > requested.date else { return }
+            guard planned, replaces(date, requested.date) else { return }
             requested = SleepDeadline(date: date)
             pthread_cond_broadcast(changed)
         }
