@@ -134,7 +134,14 @@ extension EvRunLoop {
     @inline(never)
     private func pushDeadlineBack(for mode: Mode, _ state: inout LoopState) {
         guard let modeState = state.existingModeState(mode) else { return }
-        waiter.pushDeadlineBack(to: min(nextTimerWakeUp(modeState).date, state.plannedRunDeadline))
+        let next = nextTimerWakeUp(modeState).date
+        let isTimers = next <= state.plannedRunDeadline && next != .distantFuture  // as the plan chose (R46)
+        waiter.pushDeadlineBack(to: isTimers ? timerDeadline(next) : SleepDeadline(date: state.plannedRunDeadline))
+    }
+
+    /// A sleep's deadline for a timer's `date`, precise if the loop's timers are (R46).
+    private func timerDeadline(_ date: MonotonicTime) -> SleepDeadline {
+        SleepDeadline(date: date, precise: preciseTimers.load(ordering: .relaxed))
     }
 
     @inline(never)
@@ -170,7 +177,7 @@ extension EvRunLoop {
     @inline(__always)
     private func rearmIfSleeping(for mode: Mode, at date: MonotonicTime, _ state: inout LoopState) {
         guard state.runs.last?.mode == mode else { return }
-        waiter.bringDeadlineForward(to: date)
+        waiter.bringDeadlineForward(to: timerDeadline(date))
     }
 
     /// When the loop must wake for `mode`'s timers: the earliest fire date, delayed within the

@@ -24,7 +24,7 @@ extension EvBackend {
         // No lock: the loop's lock, held here, keeps other threads off the deadline.
         if deadlineExpiredUnread { readExpiredDeadline(&deadline) }
         deadline.requested = planned
-        sleepIsPrecise = planned.precise
+        sleepMayBePrecise.store(planned.precise, ordering: .releasing)
         if planned.date != .distantFuture && deadline.timerFD < 0 { makeTimerDescriptor(&deadline) }
         if !arm(deadline.target, &deadline) { deadlineUnarmed = true }
     }
@@ -38,24 +38,26 @@ extension EvBackend {
     /// planned deadline. The timerfd is re-armed from here, and the sleeping loop sleeps on to
     /// the new date without waking; only a loop whose timerfd is not made yet, or cannot be
     /// armed from here, is woken to do it itself.
-    func bringDeadlineForward(to date: MonotonicTime) {
-        movePlannedDeadline(to: date) { $0 < $1 }
+    func bringDeadlineForward(to deadline: SleepDeadline) {
+        movePlannedDeadline(to: deadline) { $0 < $1 }
     }
 
     /// The other half of R44 (any thread, loop's lock held): the timer the planned deadline was
     /// for left the running mode, and the mode's next timer or the run's timeout comes later. The
     /// timerfd is re-armed from here, so the loop does not wake for a timer that is gone.
-    func pushDeadlineBack(to date: MonotonicTime) {
-        movePlannedDeadline(to: date) { $0 > $1 }
+    func pushDeadlineBack(to deadline: SleepDeadline) {
+        movePlannedDeadline(to: deadline) { $0 > $1 }
     }
 
-    /// Moves a planned or sleeping wait's deadline to `date` when `replaces(date, planned)`.
+    /// Moves a planned or sleeping wait's deadline to `deadline` when `replaces(its date, the
+    /// planned one)`. A precise timer's date is armed early here too, and the loop waits out the rest.
     @inline(__always)
-    private func movePlannedDeadline(to date: MonotonicTime, when replaces: (MonotonicTime, MonotonicTime) -> Bool) {
+    private func movePlannedDeadline(to deadline: SleepDeadline, when replaces: (MonotonicTime, MonotonicTime) -> Bool) {
         guard !destroyed, wake.isPlanned else { return }
         let armed: Bool? = withDeadline { state in
-            guard replaces(date, state.requested.date) else { return nil }
-            state.requested = SleepDeadline(date: date)
+            guard replaces(deadline.date, state.requested.date) else { return nil }
+            state.requested = deadline
+            if deadline.precise { sleepMayBePrecise.store(true, ordering: .releasing) }
             return state.timerFD >= 0 && arm(state.target, &state)
         }
         if armed == false { wake.request(WakeSignal.deadlineNeedsLoop) }

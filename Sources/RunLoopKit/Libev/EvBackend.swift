@@ -1,4 +1,5 @@
 import CLibev
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -60,8 +61,10 @@ final class EvBackend: LoopWaiter, ReadinessSink {
     /// (``planSleep(_:)``, once per sleep).
     @exclusivity(unchecked) var deadline = DeadlineState()
     let deadlineLock = Locked<Void>(())
-    /// Whether the planned sleep's deadline is a precise timer's (loop's thread only).
-    @exclusivity(unchecked) var sleepIsPrecise = false
+    /// Whether the planned sleep's deadline may be a precise timer's: set by the plan, and by
+    /// another thread that moves the deadline to a precise timer's date (R44); the deadline
+    /// itself says for sure. Releasing and acquiring, plain moves on x86-64.
+    let sleepMayBePrecise = Atomic<Bool>(false)
     /// The timerfd's watcher, made with the timerfd.
     @exclusivity(unchecked) var deadlineWatcher: UnsafeMutablePointer<ev_io>?
     /// The timerfd went off and is not read yet (see ``readExpiredDeadline(_:)``).
@@ -203,8 +206,7 @@ final class EvBackend: LoopWaiter, ReadinessSink {
         wake.endPlan()
         if fallbackTimerActive { stopFallbackTimer() }
         let woke = WakeReasons(rawValue: reasons.pointee)
-        // Another thread may only bring the deadline forward, which makes it not precise.
-        if sleepIsPrecise && woke.contains(.deadline) { finishDeadlineWakeUp() }
+        if woke.contains(.deadline) && sleepMayBePrecise.load(ordering: .acquiring) { finishDeadlineWakeUp() }
         return woke
     }
 

@@ -54,11 +54,11 @@ protocol LoopWaiter: AnyObject {
     /// Looks without blocking (R20.9, R25): a wake-up made meanwhile, ready descriptors.
     func poll() -> WakeReasons
     /// R44: a timer of the running mode now falls before the planned deadline (any thread,
-    /// loop's lock held): a planned or sleeping wait ends by `date` instead.
-    func bringDeadlineForward(to date: MonotonicTime)
+    /// loop's lock held): a planned or sleeping wait ends by `deadline` instead.
+    func bringDeadlineForward(to deadline: SleepDeadline)
     /// The running mode's timer that the planned deadline was for left it (any thread, loop's
-    /// lock held): a planned or sleeping wait sleeps on to `date` instead, if that is later.
-    func pushDeadlineBack(to date: MonotonicTime)
+    /// lock held): a planned or sleeping wait sleeps on to `deadline` instead, if that is later.
+    func pushDeadlineBack(to deadline: SleepDeadline)
     /// Whether a sleep is planned or in progress (any thread; exact with the loop's lock held).
     var isSleepPlanned: Bool { get }
     /// Ends the current or next ``sleep()`` at once (any thread).

@@ -70,6 +70,9 @@ final class VirtualWaiter: LoopWaiter, @unchecked Sendable {
     /// The deadline of the sleep planned or in progress, ``MonotonicTime/distantFuture`` if none.
     var plannedDeadline: MonotonicTime { locked { planned ? requested.date : .distantFuture } }
 
+    /// The sleep planned or in progress, with its precision; `nil` if none.
+    var plannedSleep: SleepDeadline? { locked { planned ? requested : nil } }
+
     /// Moves the clock on by `duration` (any thread); a sleep whose deadline it reaches ends.
     func advance(by duration: Duration) {
         locked {
@@ -127,19 +130,19 @@ final class VirtualWaiter: LoopWaiter, @unchecked Sendable {
         }
     }
 
-    func bringDeadlineForward(to date: MonotonicTime) {
-        movePlannedDeadline(to: date) { $0 < $1 }
+    func bringDeadlineForward(to deadline: SleepDeadline) {
+        movePlannedDeadline(to: deadline) { $0 < $1 }
     }
 
-    func pushDeadlineBack(to date: MonotonicTime) {
-        movePlannedDeadline(to: date) { $0 > $1 }
+    func pushDeadlineBack(to deadline: SleepDeadline) {
+        movePlannedDeadline(to: deadline) { $0 > $1 }
     }
 
-    /// Moves the planned sleep's deadline to `date` when `replaces(date, planned)`.
-    private func movePlannedDeadline(to date: MonotonicTime, when replaces: (MonotonicTime, MonotonicTime) -> Bool) {
+    /// Moves the planned sleep's deadline to `deadline` when `replaces(its date, the planned one)`.
+    private func movePlannedDeadline(to deadline: SleepDeadline, when replaces: (MonotonicTime, MonotonicTime) -> Bool) {
         locked {
-            guard planned, replaces(date, requested.date) else { return }
-            requested = SleepDeadline(date: date)
+            guard planned, replaces(deadline.date, requested.date) else { return }
+            requested = deadline
             pthread_cond_broadcast(changed)
         }
     }

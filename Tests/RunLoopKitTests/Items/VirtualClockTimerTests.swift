@@ -316,6 +316,36 @@ import TestSupport
         #expect(timer.repeats)
     }
 
+    /// R46, R44: on a loop with precise timers, a deadline that another thread moves to a
+    /// timer's date is a precise one, as the loop's own plan makes it: added, the timer brings
+    /// the sleep forward; removed, the sleep goes back to the next timer, then to the run's
+    /// timeout, which is not precise. Before, a moved deadline always lost its precision, and
+    /// such a timer fired as late as a standard one.
+    @Test func R46_aDeadlineMovedFromAnotherThreadKeepsTheLoopsPrecision() {
+        let clock = VirtualWaiter(policy: .manual)
+        let start = clock.instant
+        let (loop, finished) = startVirtualLoopThread(clock) { loop in
+            loop.timerPrecision = .precise
+            loop.add(EvSource {}, forMode: .default)  // keeps the mode from being empty (R16)
+            _ = loop.run(mode: .default, timeout: .seconds(600))
+        }
+        clock.waitUntilAsleep()
+        let timeout = MonotonicTime(start + .seconds(600))
+        #expect(clock.plannedSleep == SleepDeadline(date: timeout))
+        let later = EvTimer(fireAt: start + .seconds(7)) { _ in }
+        let sooner = EvTimer(fireAt: start + .seconds(3)) { _ in }
+        loop.add(later, forMode: .default)
+        #expect(clock.plannedSleep == SleepDeadline(date: MonotonicTime(start + .seconds(7)), precise: true))
+        loop.add(sooner, forMode: .default)
+        #expect(clock.plannedSleep == SleepDeadline(date: MonotonicTime(start + .seconds(3)), precise: true))
+        loop.remove(sooner, forMode: .default)
+        #expect(clock.plannedSleep == SleepDeadline(date: MonotonicTime(start + .seconds(7)), precise: true))
+        later.invalidate()
+        #expect(clock.plannedSleep == SleepDeadline(date: timeout))
+        loop.stop()
+        #expect(finished.wait())
+    }
+
     /// R26, R47: a run's timeout ends its sleep at that date when no timer comes first.
     @Test func R26_aRunTimesOutAtItsDeadline() {
         let (result, elapsed) = onVirtualLoopThread { loop, clock -> (EvRunLoop.RunResult, Duration) in
