@@ -10,14 +10,13 @@ extension EvLoopGroup: Service {
     /// submitted before then still runs — and returns once every loop has been torn down, without
     /// blocking a thread of the cooperative pool (``RunLoopKit/EvLoopGroup/stop()``).
     ///
+    /// When someone else stops the group first, this returns once its loops have been torn down:
+    /// the service has ended, and a `ServiceGroup` acts on its `successTerminationBehavior` (by
+    /// default it ends the group, reporting that the service finished unexpectedly).
+    ///
     /// - Thread: the service group's task; not from one of the group's own loops.
     public func run() async {
-        do {
-            try await gracefulShutdown()
-        } catch {
-            // Cancelled: stop all the same.
-        }
-        await stop()
+        await runUntilShutdownOrStopped(waitUntilStopped: waitUntilStopped, stop: stop)
     }
 }
 #endif

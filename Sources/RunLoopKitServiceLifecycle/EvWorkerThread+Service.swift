@@ -13,6 +13,10 @@ extension EvWorkerThread: Service {
     /// before then still runs — and returns once its run loop has been torn down, without
     /// blocking a thread of the cooperative pool (``RunLoopKit/EvWorkerThread/stop()``).
     ///
+    /// When someone else stops the worker first, this returns once its loop has been torn down:
+    /// the service has ended, and a `ServiceGroup` acts on its `successTerminationBehavior` (by
+    /// default it ends the group, reporting that the service finished unexpectedly).
+    ///
     /// - Throws: ``RunLoopKit/EvWorkerThreadError`` when the worker cannot start (it was stopped
     ///   before, or the system is out of threads or descriptors).
     public func run() async throws {
@@ -21,12 +25,7 @@ extension EvWorkerThread: Service {
         case .running: break
         case .stopping, .stopped: throw EvWorkerThreadError.stopped  // nothing would run
         }
-        do {
-            try await gracefulShutdown()
-        } catch {
-            // Cancelled: stop all the same.
-        }
-        await stop()
+        await runUntilShutdownOrStopped(waitUntilStopped: waitUntilStopped, stop: stop)
     }
 }
 #endif

@@ -28,6 +28,22 @@ import Testing
         }
     }
 
+    /// A loop group stopped by someone else ends its service, and the ServiceGroup ends,
+    /// reporting that the service finished unexpectedly. Before, the group never ended.
+    @Test func aLoopGroupStoppedBySomeoneElseEndsItsServiceGroup() async throws {
+        let loops = try EvLoopGroup(numberOfThreads: 2, name: "svc-ended")
+        let services = ServiceGroup(services: [loops], logger: Logger(label: "test"))
+        let running = Task { try await services.run() }
+        #expect(try await loops.next().submit { 6 * 7 } == 42)
+        loops.stop(waitUntilExited: false)
+        let (ended, error) = await outcome(of: running)
+        #expect(ended, "the service group did not notice that its loops stopped")
+        #expect((error as? ServiceGroupError)?.errorCode == .serviceFinishedUnexpectedly, "ended with \(String(describing: error))")
+        for loop in loops.loops {
+            #expect(throws: EvPerformError.loopExited) { try loop.execute {} }
+        }
+    }
+
     @Test func aServiceGroupStopsTheLoopsWhenCancelled() async throws {
         let group = try EvLoopGroup(numberOfThreads: 2, name: "svc-cancel")
         let services = ServiceGroup(services: [group], logger: Logger(label: "test"))

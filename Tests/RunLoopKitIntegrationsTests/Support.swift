@@ -61,3 +61,21 @@ struct CapturingLogHandler: LogHandler {
     }
 }
 #endif
+
+/// Whether `task` ends within `seconds`, with what it threw; if not, it is cancelled (a safety
+/// net, never a timing).
+func outcome<T: Sendable>(of task: Task<T, any Error>, within seconds: Int = 60) async -> (ended: Bool, error: (any Error)?) {
+    await withTaskGroup(of: (Bool, (any Error)?).self) { group in
+        group.addTask {
+            do { _ = try await task.value; return (true, nil) } catch { return (true, error) }
+        }
+        group.addTask {
+            try? await Task.sleep(for: .seconds(seconds))
+            return (false, nil)
+        }
+        let first = await group.next()!
+        if !first.0 { task.cancel() }
+        group.cancelAll()
+        return first
+    }
+}

@@ -46,6 +46,33 @@ import Testing
         await #expect(throws: EvWorkerThreadError.stopped) { try await worker.run() }
     }
 
+    /// A worker stopped by someone else ends its service: run() returns once the loop is torn
+    /// down, and the ServiceGroup ends, reporting that the service finished unexpectedly.
+    /// Before, run() waited for a shutdown with no thread behind it, and the group never ended.
+    @Test func aWorkerStoppedBySomeoneElseEndsItsServiceGroup() async throws {
+        let worker = EvWorkerThread(name: "service-ended")
+        let group = ServiceGroup(services: [worker], logger: Logger(label: "test"))
+        let running = Task { try await group.run() }
+        _ = try await waitForLoop(of: worker)
+        await worker.stop()
+        let (ended, error) = await outcome(of: running)
+        #expect(ended, "the service group did not notice that its worker stopped")
+        #expect((error as? ServiceGroupError)?.errorCode == .serviceFinishedUnexpectedly, "ended with \(String(describing: error))")
+        #expect(worker.state == .stopped)
+    }
+
+    /// `waitUntilStopped()` returns once the worker's loop is torn down, whoever stopped it; at
+    /// once for a worker never started.
+    @Test func waitUntilStoppedReturnsOnceTheWorkerIsStopped() async throws {
+        await EvWorkerThread(name: "never-started").waitUntilStopped()
+        let worker = EvWorkerThread(name: "wait-stopped")
+        let loop = try worker.start()
+        let waiting = Task { await worker.waitUntilStopped() }
+        worker.stop(waitUntilExited: false)
+        await waiting.value
+        #expect(throws: EvPerformError.loopExited) { try loop.execute {} }
+    }
+
     /// The worker's loop once run() has started it (polled with yields: start happens in the
     /// service's own task, which has no event to wait on). The safety net is wide: the suite's
     /// long synchronous tests can hold every thread of the cooperative pool for a minute under

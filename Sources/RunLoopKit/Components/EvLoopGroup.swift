@@ -111,12 +111,16 @@ public final class EvLoopGroup: Sendable {
     ///   that would wait for the loop it is running on (use ``stop(waitUntilExited:)`` there).
     public func stop() async {
         Self.stop(workers, waitUntilExited: false)
-        for loop in loops {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                // nil: the loop's teardown is already over.
-                if loop.addExitHook({ continuation.resume() }) == nil { continuation.resume() }
-            }
-        }
+        await waitUntilStopped()
+    }
+
+    /// Suspends until every loop of the group has been torn down on its thread, whoever stopped
+    /// the group; at once if they are.
+    ///
+    /// - Thread: any task. Not from a work item or a job running on one of the group's loops:
+    ///   that would wait for the loop it is running on.
+    public func waitUntilStopped() async {
+        for loop in loops { await loop.untilTornDown() }
     }
 
     /// Asks every worker to stop first, so that they wind down together, then joins them.

@@ -12,12 +12,17 @@ extension EvWorkerThread {
     /// - Thread: any task. Not from a work item or a job running on the worker's own loop: that
     ///   would wait for the loop it is running on (use ``stop(waitUntilExited:)`` there).
     public func stop() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            // The loop as the stop found it, after any start() in progress has made it.
-            let loop = core.stop(waitUntilExited: false)
-            // nil (no loop, or one whose teardown is over) means there is nothing left to wait for.
-            let registered = loop?.addExitHook { continuation.resume() }
-            if registered == nil { continuation.resume() }
-        }
+        // The loop as the stop found it, after any start() in progress has made it.
+        await core.stop(waitUntilExited: false)?.untilTornDown()
+    }
+
+    /// Suspends until the worker's run loop has been torn down on its thread, whoever stopped it
+    /// (``stop()`` or ``stop(waitUntilExited:)`` from anywhere, or the last reference dropped).
+    /// Returns at once when the worker has no loop: never started, or torn down already.
+    ///
+    /// - Thread: any task. Not from a work item or a job running on the worker's own loop: that
+    ///   would wait for the loop it is running on.
+    public func waitUntilStopped() async {
+        await runLoop?.untilTornDown()
     }
 }

@@ -51,6 +51,13 @@ extension EvRunLoop {
         }
     }
 
+    /// Suspends until this loop's thread has exited and its teardown is over; at once if it is.
+    func untilTornDown() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            if addExitHook({ continuation.resume() }) == nil { continuation.resume() }
+        }
+    }
+
     /// Forgets a hook that is no longer needed (its work finished another way). Safe from any
     /// thread; does nothing if the hook already ran or was removed.
     func removeExitHook(_ id: ExitHookID) {
