@@ -145,6 +145,7 @@ extension EvRunLoop {
         guard !wasReady else { return false }
         state.readySequence &+= 1
         sourceState.readySequence = state.readySequence
+        if case .fileDescriptor = core.kind { sourceState.readyStamp = recorder.userCodeStamp }
         state.readySource1Count += 1
         for mode in sourceState.modes {
             if let modeState = state.existingModeState(mode) { enqueueReady(core, sourceState.readySequence, in: modeState, &state) }
@@ -192,7 +193,7 @@ extension EvRunLoop {
         guard hasHint(Hint.readySource1s) else { return false }
         let mode = run.mode
         let queue = run.modeState
-        let picked: (EvSource1Core, Int32, token: Int?)?? = state.withLock { state in
+        let picked: (EvSource1Core, Int32, token: Int?, stamp: UInt64)?? = state.withLock { state in
             let first = queue.readySources.first { isReady($0, $1, in: mode) }
             if libevSourcesReady(in: mode, &state), state.libevReadySequence < first?.sequence ?? .max {
                 takeLibevReadiness(&state)
@@ -200,21 +201,26 @@ extension EvRunLoop {
             }
             guard let core = first?.core else { return nil }
             queue.readySources.removeFirst()
-            let events = core.state.withLock { sourceState in
+            let (events, stamp) = core.state.withLock { sourceState in
                 defer { sourceState.pendingEvents = 0 }
-                return sourceState.pendingEvents
+                return (sourceState.pendingEvents, sourceState.readyStamp)
             }
             noteReadinessTaken(&state)
-            return (core, events, state.watches.tokens[ObjectIdentifier(core)])
+            return (core, events, state.watches.tokens[ObjectIdentifier(core)], stamp)
         }
         guard let picked else { return false }
-        guard let (core, events, token) = picked else {
+        guard let (core, readiness, token, stamp) = picked else {
             Callout.libevSource(on: self)
             return true
         }
         // Taken now, before the callout: readiness that comes while it runs (a nested run, say)
-        // is new, and reported.
-        if let token { waiter.readinessTaken(token) }
+        // is new, and reported. Code that ran since it came may have closed the descriptor and
+        // reused its number: then the handler gets the error alone, never the new file's turn.
+        var events = readiness
+        if let token {
+            let verify = events & ReadinessBits.failed == 0 && stamp != recorder.userCodeStamp
+            if !waiter.readinessTaken(token, verify: verify) { events = ReadinessBits.failed }
+        }
         if Callout.version1Source(core, events, on: self) {
             _ = state.withLock { state in markReady(core, events: events, &state) }  // awake: no wake-up
         }

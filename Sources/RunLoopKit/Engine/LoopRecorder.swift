@@ -40,6 +40,15 @@ struct LoopRecorder: ~Copyable {
         let maxTimerLatenessNanoseconds = Atomic<Int64>(0)
     }
 
+    /// Changes whenever code other than the engine's may have run on the loop's thread: at every
+    /// iteration (code between two runs is followed by one) and every callout. Loop's thread.
+    var userCodeStamp: UInt64 {
+        iterations.load(ordering: .relaxed) &+ timerCallouts.load(ordering: .relaxed)
+            &+ sourceCallouts.load(ordering: .relaxed) &+ version1SourceCallouts.load(ordering: .relaxed)
+            &+ blockCallouts.load(ordering: .relaxed) &+ mainQueueCallouts.load(ordering: .relaxed)
+            &+ observerCallouts.load(ordering: .relaxed) &+ libevSourceCallouts.load(ordering: .relaxed)
+    }
+
     /// Turns timing on, making its record first. Any thread.
     func startTiming() {
         if timings.load() == nil { _ = timings.storeIfNil(Timings()) }

@@ -17,8 +17,11 @@ import Musl
 /// through an epoll set of the process that is never waited on). If the number is closed and
 /// reused for another file (the next connection's socket, another eventfd), the old source never
 /// reports readiness of the new file: it gets ``Readiness/error`` alone, once, and invalidates
-/// itself, while a new source on the reused number watches the new file. On ``Readiness/error`` a handler must leave the
-/// number alone: it may name another file already. A number that names the same open file
+/// itself, while a new source on the reused number watches the new file. That holds for
+/// readiness of the old file that waited its turn (R38) while a callout, or code between two
+/// runs, closed and reused the number: it is checked at the handoff, and ``Readiness/error``
+/// comes alone. On ``Readiness/error`` a handler must leave the number alone: it may name
+/// another file already. A number that names the same open file
 /// again (a `dup` of it put back) is watched as that file; for a regular file, so is the same
 /// path opened again. A regular file, which epoll cannot watch, is always ready, until it is
 /// closed. A run loop's own descriptors cannot be watched: the initialiser refuses them, and a
@@ -37,6 +40,7 @@ public final class EvFileDescriptorSource: EvVersion1Source, @unchecked Sendable
         /// Writing will not block.
         public static let writable = Readiness(rawValue: EvBackend.writable)
         /// The descriptor failed (closed while watched, say); the source is then invalidated.
+        /// Never together with ``readable`` or ``writable``.
         public static let error = Readiness(rawValue: EvBackend.failed)
     }
 
@@ -74,7 +78,8 @@ public final class EvFileDescriptorSource: EvVersion1Source, @unchecked Sendable
         self.events = events.intersection([.readable, .writable])
         let kind = EvSource1Core.Kind.fileDescriptor(fileDescriptor, events: self.events.rawValue, file: file)
         super.init(core: EvSource1Core(kind: kind, order: order) { core, events in
-            let readiness = Readiness(rawValue: events)
+            // Readiness noted before the failure was the old file's: the number may name another now.
+            let readiness = events & EvBackend.failed != 0 ? Readiness.error : Readiness(rawValue: events)
             handler(readiness)
             if readiness.contains(.error) { core.invalidate() }
             return false

@@ -82,6 +82,10 @@ struct Source1State: ItemMembership, Sendable {
     var pendingEvents: Int32 = 0
     /// When it became ready, so ready sources are handled first come, first served.
     var readySequence: UInt64 = 0
+    /// A descriptor's: ``LoopRecorder/userCodeStamp`` when it became ready. Another at its
+    /// handoff means code ran since that may have closed its number (see
+    /// ``LoopWaiter/readinessTaken(_:verify:)``).
+    var readyStamp: UInt64 = 0
 }
 
 /// Failures of version-1 sources.

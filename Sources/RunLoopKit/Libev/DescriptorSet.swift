@@ -35,7 +35,8 @@ protocol ReadinessSink: AnyObject {
 /// while the number names another file fails, and so do the watchers of an entry left for an
 /// older file at that number, readiness reported by a re-arm that shows the number no longer
 /// naming the entry's file, and an always-ready entry whose number no longer names its file —
-/// never handed on for the new file.
+/// never handed on for the new file. Readiness that waited for its handler while code ran that
+/// may have closed the number is checked again as it is taken (``taken(token:fd:verify:)``).
 ///
 /// Readiness bits are ``EvBackend/readable``, ``EvBackend/writable`` and ``EvBackend/failed``.
 /// Loop thread only: that rule serialises every access, so the fields every wait reads are
@@ -219,12 +220,24 @@ final class DescriptorSet {
 
     /// The readiness of `token`, a watcher of `fd`, was taken for its handler, about to run: the
     /// entry reports for it again from now on, re-armed if it rests. Returns the tokens of
-    /// watchers whose re-arm showed their descriptor closed, each to be reported failed.
-    func taken(token: Int, fd: Int32) -> [Int] {
-        guard let entry = entry(fd), entry.pending != 0 || !entry.armed,
-            let index = entry.watchers.firstIndex(where: { $0.token == token }) else { return [] }
+    /// watchers whose re-arm showed their descriptor closed, each to be reported failed, and
+    /// whether `token`'s is not among them; `nil` when `token` watches nothing here.
+    ///
+    /// With `verify` (code ran since the readiness was reported, which may have closed the number
+    /// and opened another file under it), the entry is re-armed or, always ready, looked at even
+    /// if armed: its readiness is not handed on for a file the number no longer names.
+    func taken(token: Int, fd: Int32, verify: Bool) -> (failed: [Int], stillNamed: Bool)? {
+        guard let entry = entry(fd) else { return nil }
+        guard verify || entry.pending != 0 || !entry.armed else { return ([], true) }
+        guard let index = entry.watchers.firstIndex(where: { $0.token == token }) else { return nil }
         if index < 32 { entries[Int(fd)]!.pending &= ~(1 << UInt32(index)) }
-        return entry.armed ? [] : install(fd, adding: false)
+        if entry.alwaysReady {
+            guard verify, !entry.file.isNamed(by: fd) else { return ([], true) }
+            return (drop(entry, for: fd), false)
+        }
+        guard verify || !entry.armed else { return ([], true) }
+        let failed = install(fd, adding: false)
+        return (failed, !failed.contains(token))
     }
 
     /// Re-arms every resting entry and forgets what was reported: before a sleep, when no

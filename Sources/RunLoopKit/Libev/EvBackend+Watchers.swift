@@ -156,10 +156,14 @@ extension EvBackend {
     }
 
     /// A descriptor's entry rests while its readiness waits for a handler (see
-    /// ``DescriptorSet``): the handler is about to run, so it reports again.
-    func readinessTaken(_ token: Int) {
-        guard case .descriptor(let fd, _, _) = watchers[token], let descriptors else { return }
-        for failed in descriptors.taken(token: token, fd: fd) { noteReady(failed, Self.failed) }
+    /// ``DescriptorSet``): the handler is about to run, so it reports again. With `verify`,
+    /// returns whether the number still names the source's file.
+    func readinessTaken(_ token: Int, verify: Bool) -> Bool {
+        guard case .descriptor(let fd, _, let file) = watchers[token] else { return true }
+        // Not watched now (a nested run of another mode stopped it): asked directly.
+        guard let taken = descriptors?.taken(token: token, fd: fd, verify: verify) else { return !verify || file.isNamed(by: fd) }
+        for failed in taken.failed where failed != token { noteReady(failed, Self.failed) }
+        return taken.stillNamed
     }
 
     /// Every resting descriptor entry reports again (see ``DescriptorSet/rearmResting()``).

@@ -76,8 +76,11 @@ protocol LoopWaiter: AnyObject {
     /// The watchers that fired since the last call, with what fired.
     func takeReady() -> [(token: Int, events: Int32)]
     /// The engine took `token`'s readiness for its source's handler, about to run: a watcher
-    /// that stopped reporting while that readiness waited (a descriptor's) reports again.
-    func readinessTaken(_ token: Int)
+    /// that stopped reporting while that readiness waited (a descriptor's) reports again. With
+    /// `verify` (code ran on the loop's thread since the readiness came), returns whether a
+    /// descriptor's number still names the file its source was made for; if not, the watcher
+    /// failed and the handler must get the error alone.
+    func readinessTaken(_ token: Int, verify: Bool) -> Bool
     /// Readiness that waited for a handler went with a source that left its modes: every
     /// watcher reports again what is ready.
     func rearmWatchers()

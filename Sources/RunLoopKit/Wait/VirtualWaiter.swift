@@ -171,7 +171,7 @@ final class VirtualWaiter: LoopWaiter, @unchecked Sendable {
     func removeWatcher(_ token: Int) { _ = locked { watchers.removeValue(forKey: token) } }
     var hasReady: Bool { false }
     func takeReady() -> [(token: Int, events: Int32)] { [] }
-    func readinessTaken(_ token: Int) {}
+    func readinessTaken(_ token: Int, verify: Bool) -> Bool { true }
     func rearmWatchers() {}
     func route(_ signal: Int32) {}
     func unroute(_ signal: Int32) {}

@@ -429,6 +429,70 @@ private func reservedDescriptorNumber(_ index: Int32) -> Int32 {
         #expect(!old.isValid)
     }
 
+    /// Two sources ready together, handled one per iteration (R38): the first one's handler, or
+    /// code between two runs, closes the second's number and opens a new file under it before
+    /// the second's turn. The readiness that waited was the old file's: the second source gets
+    /// `.error` alone, and its careless handler never reads the new file. Regular files (always
+    /// ready) and pipes alike.
+    @Test(.serialized, arguments: ["pipes, by a handler", "pipes, between runs", "regular files, by a handler"])
+    func aNumberReusedWhileItsReadinessWaitsItsTurnIsAnErrorNotTheNewFilesData(_ scenario: String) throws {
+        let numbers = [reservedDescriptorNumber(11), reservedDescriptorNumber(12)]
+        let writeEnds = numbers.map { number -> Int32 in
+            if scenario.hasPrefix("regular") {
+                _ = Self.regularFile(at: number)
+                return -1
+            }
+            let pipe = Pipe(readEndAt: number)
+            pipe.write()
+            return pipe.writeEnd
+        }
+        let byHandler = scenario.hasSuffix("by a handler")
+        let newFiles = EventLog<Int32>()
+        /// Closes `number` and puts a new pipe with a byte in it there (the next connection, say).
+        @Sendable func reuse(_ number: Int32) {
+            let pipe = Pipe()
+            precondition(dup2(pipe.readEnd, number) == number)
+            close(pipe.readEnd)
+            var byte: UInt8 = 42
+            precondition(write(pipe.writeEnd, &byte, 1) == 1)
+            newFiles.append(pipe.writeEnd)
+        }
+        let events = EventLog<(Int, EvFileDescriptorSource.Readiness)>()
+        let stolen = EventLog<UInt8>()
+        let sources = try (0..<2).map { index in
+            try EvFileDescriptorSource(fileDescriptor: numbers[index], events: .readable) { readiness in
+                let first = events.count == 0
+                events.append((index, readiness))
+                guard readiness.contains(.readable) else { return }
+                var byte: UInt8 = 0
+                if read(numbers[index], &byte, 1) == 1, byte == 42 { stolen.append(byte) }
+                if first && byHandler { reuse(numbers[1 - index]) }
+            }
+        }
+        let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
+            for source in sources { loop.add(source, forMode: .default) }
+            loop.add(keepAliveTimer(), forMode: .default)
+            // Both are reported by the first wait; one is handled.
+            let first = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            if !byHandler, let handled = events.all.first?.0 { reuse(numbers[1 - handled]) }
+            let second = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            for source in sources { source.invalidate() }
+            return [first, second]
+        }
+        defer {
+            for number in numbers { close(number) }
+            for fd in writeEnds + newFiles.all where fd >= 0 { close(fd) }
+        }
+        #expect(results == [.handledSource, .handledSource])
+        let handled = events.all
+        try #require(handled.count == 2)
+        #expect(handled[0].1 == .readable)
+        #expect(handled[1].0 != handled[0].0)
+        #expect(handled[1].1 == .error)
+        #expect(stolen.all.isEmpty, "the second source's handler read the new file")
+        #expect(!sources[handled[1].0].isValid)
+    }
+
     /// Sources on `count` pipes, each ready with one byte, each handler reading one byte.
     private static func readyPipes(_ count: Int, _ handled: EventLog<Int>) -> ([Pipe], [EvFileDescriptorSource]) {
         let pipes = (0..<count).map { _ in Pipe() }
