@@ -1,3 +1,4 @@
+import CEpoll
 import CLibev
 #if canImport(Glibc)
 import Glibc
@@ -24,12 +25,15 @@ extension EvBackend {
     /// libraries' epoll set, as libev just made it, may hold neither one of a run loop's own
     /// descriptors (its epoll sets, eventfd or timerfd), which would take the loop's wake-ups,
     /// nor a `signalfd`, which is how libev's `ev_signal` takes a signal on this loop. The
-    /// embedding's watcher of the run loop's own epoll set is the one allowed.
+    /// embedding's watcher of the run loop's own epoll set is the one allowed. A number listed
+    /// for a file it no longer names (closed under it, open elsewhere) is not a watch of its own.
     func auditLibraryDescriptors(_ library: LibraryLoop) {
         library.auditDue = false
         guard library.backendFD >= 0 else { return }
         let embedded = library.embedIO.pointee.fd
         for fd in Self.descriptorsWatched(byEpoll: library.backendFD) where fd != embedded {
+            let suspect = InternalDescriptors.contains(fd) || Self.anonymousInode(of: fd) == "[signalfd]"
+            guard suspect, Self.epoll(library.backendFD, holdsFileOf: fd) else { continue }
             require(
                 !InternalDescriptors.contains(fd),
                 "EvLibevSource: a libev library watches descriptor \(fd), one of the run loop's own (an epoll set, eventfd or timerfd); it would take the loop's wake-ups")
@@ -37,6 +41,17 @@ extension EvBackend {
                 Self.anonymousInode(of: fd) != "[signalfd]",
                 "EvLibevSource: a libev library watches a signal with ev_signal (libev's signalfd \(fd)); RunLoopKit owns signals: watch it with EvSignalSource")
         }
+    }
+
+    /// Whether the epoll instance `epoll` holds the file `fd` names now. The kernel keys an entry
+    /// by file and number and keeps it while the file is open anywhere, and libev removes none
+    /// when a watcher stops: a number listed in `/proc/self/fdinfo` may name another file since.
+    /// Asked by adding it (`EEXIST`: there); an entry added for the question is removed at once.
+    static func epoll(_ epoll: Int32, holdsFileOf fd: Int32) -> Bool {
+        var event = epoll_event()
+        guard retryingEINTR({ epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event) }) == 0 else { return errno == EEXIST }
+        _ = retryingEINTR { epoll_ctl(epoll, EPOLL_CTL_DEL, fd, &event) }
+        return false
     }
 
     /// The descriptors the epoll instance `epoll` watches, from its `/proc/self/fdinfo` entry

@@ -180,4 +180,53 @@ import TestSupport
         }
         #expect(message(result).contains("a libev library watches descriptor"))
     }
+
+    /// Not misuse: a library stopped its `ev_io` and closed the descriptor, whose file stays open
+    /// elsewhere (a duplicate, a child), so the kernel keeps its entry in the libraries' epoll
+    /// set (libev removes none when a watcher stops). The number is then reused for one of a run
+    /// loop's own descriptors (another thread's new loop). The audit after the next library code
+    /// must not take the old entry for a library watching that descriptor: the loop goes on.
+    @Test func aClosedLibraryDescriptorWhoseNumberARunLoopReusesIsNotTakenForMisuse() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            onLoopThread { loop in
+                let source = EvLibevSource()
+                loop.add(source, forMode: .default)
+                let watcher = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
+                // A new loop's descriptors take the lowest free numbers; another thread may take
+                // the one just closed first: then again, with a new pipe.
+                var arranged = false
+                for _ in 0..<20 where !arranged {
+                    var ends: [Int32] = [0, 0]
+                    precondition(pipe(&ends) == 0)
+                    let keeper = dup(ends[0])
+                    clibev_io_init(watcher, { _, _, _ in }, ends[0], Int32(EV_READ))
+                    source.withEventLoop { ev_io_start($0, watcher) }
+                    loop.run(mode: .default, timeout: .milliseconds(1))  // libev's epoll_ctl adds it
+                    source.withEventLoop { ev_io_stop($0, watcher) }
+                    close(ends[0])  // the entry stays in the kernel: `keeper` holds the pipe open
+                    let made = Latch(), done = Latch()
+                    let other = Thread {
+                        _ = EvRunLoop.current
+                        made.open()
+                        done.wait()
+                    }
+                    other.start()
+                    made.wait()
+                    let reused = (try? EvFileDescriptorSource(fileDescriptor: ends[0], events: .readable) { _ in }) == nil
+                    if reused {
+                        source.withEventLoop { _ in }  // library code ran: the next poll audits
+                        loop.run(mode: .default, timeout: .milliseconds(1))
+                    }
+                    done.open()
+                    close(keeper)
+                    close(ends[1])
+                    arranged = reused
+                }
+                source.invalidate()
+                watcher.deallocate()
+                precondition(arranged, "another loop never took the number just closed")
+            }
+        }
+        #expect(message(result) == "")
+    }
 }
