@@ -14,9 +14,10 @@ import Dispatch
 /// }
 /// ```
 ///
-/// The executor is also a `TaskExecutor`, for `Task(executorPreference:)`. Jobs only run while the
-/// loop runs a common mode. A run nested in a job (an actor's method that runs the loop) runs
-/// no other job of the loop's executors until that job returns.
+/// The executor is also a `TaskExecutor`, for `Task(executorPreference:)`: such a task's jobs run
+/// as a task executor's, each once, in their place among the loop's blocks (R55), as an actor's
+/// do. Jobs only run while the loop runs a common mode. A run nested in a job (an actor's method
+/// that runs the loop) runs no other job of the loop's executors until that job returns.
 ///
 /// Once the loop's thread has exited (R4), jobs sent to it — and jobs it dropped with its
 /// thread — run one at a time on a serial dispatch queue instead, off the loop's thread: an
@@ -38,35 +39,63 @@ public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
     /// Whether the caller is a job on the queue that stands in for exited loops' threads.
     static var isOnStandInQueue: Bool { DispatchQueue.getSpecific(key: orphanageMark) ?? false }
 
+    /// The serial executor that actors pinned to this one hold: an object of its own, so that
+    /// their jobs and those of tasks preferring this executor reach different `enqueue` methods
+    /// and each runs in its role (the runtime tells the two apart only by identity).
+    private let isolation: EvRunLoopIsolation
+
     /// An executor running jobs on `loop`'s thread.
     public init(_ loop: EvRunLoop) {
         self.loop = loop
+        isolation = EvRunLoopIsolation()
+        isolation.owner = self
     }
 
     /// Schedules `job` on the loop's common modes and wakes the loop. Safe from any thread. On a
     /// loop whose thread has exited, the job runs on the serial queue that stands in for it.
     ///
+    /// The jobs that reach this method are those of tasks that prefer the executor
+    /// (`Task(executorPreference:)`, `withTaskExecutorPreference`): they run as a task executor's.
+    /// An actor's jobs reach the executor through ``asUnownedSerialExecutor()`` and run isolated
+    /// to the loop.
+    ///
     /// - Parameter job: the job to run.
     public func enqueue(_ job: consuming ExecutorJob) {
+        enqueue(UnownedJob(job), isolated: false)
+    }
+
+    /// Queues `job` for the loop, to run in the role it was sent for (see ``run(_:isolated:)``).
+    func enqueue(_ job: UnownedJob, isolated: Bool) {
         // The job itself is queued, with no closure around it. A job the loop refuses (its thread
         // has exited) or drops with its thread (BlockQueue.Work.dropped) runs on the stand-in queue.
-        let job = UnownedJob(job)
-        if loop.enqueue(.job(job, self), inModes: [.common]) {
+        if loop.enqueue(isolated ? .isolatedJob(job, self) : .taskJob(job, self), inModes: [.common]) {
             loop.wakeUp()
         } else {
-            runOrphaned(job)
+            runOrphaned(job, isolated: isolated)
+        }
+    }
+
+    /// Runs `job` on the calling thread, the loop's or its stand-in queue: an actor's job isolated
+    /// to the loop, a job of a task that prefers the executor as that task executor's. Run as an
+    /// actor's, such a task's nonisolated code would leave that isolation at once, and the runtime
+    /// would queue the job again, behind the blocks and jobs queued since.
+    func run(_ job: UnownedJob, isolated: Bool) {
+        if isolated {
+            job.runSynchronously(on: isolation.asUnownedSerialExecutor())
+        } else {
+            job.runSynchronously(on: asUnownedTaskExecutor())
         }
     }
 
     /// Runs `job` on the serial queue that stands in for the exited loop's thread.
-    func runOrphaned(_ job: UnownedJob) {
-        let executor = asUnownedSerialExecutor()
-        Self.orphanage.async { job.runSynchronously(on: executor) }
+    func runOrphaned(_ job: UnownedJob, isolated: Bool) {
+        Self.orphanage.async { self.run(job, isolated: isolated) }
     }
 
-    /// This executor, compared by ``isSameExclusiveExecutionContext(other:)`` (same loop, same thread).
+    /// The executor as actors pinned to it hold it: jobs sent through it run isolated to the
+    /// loop, and two executors of the same loop are the same exclusive context (same thread).
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
-        UnownedSerialExecutor(complexEquality: self)
+        isolation.asUnownedSerialExecutor()
     }
 
     /// Two executors of the same loop run jobs in the same exclusive context (its thread).
@@ -82,5 +111,33 @@ public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
             return
         }
         loop.preconditionOwnThread("EvRunLoopExecutor.checkIsolated()")
+    }
+}
+
+/// The serial-executor face of an ``EvRunLoopExecutor``: what its actors' `unownedExecutor`
+/// names. Its jobs run isolated to the loop; isolation checks and comparisons are the owner's.
+///
+/// `@unchecked Sendable`: `owner` is set once, in the owner's `init`, before the object is shared.
+final class EvRunLoopIsolation: SerialExecutor, @unchecked Sendable {
+    /// The executor this is the serial face of. Unowned and unchecked (no reference count on an
+    /// actor's hop): it owns this object, so it lives as long as anything can call it.
+    unowned(unsafe) var owner: EvRunLoopExecutor!
+
+    init() {}
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        owner.enqueue(UnownedJob(job), isolated: true)
+    }
+
+    func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(complexEquality: self)
+    }
+
+    func isSameExclusiveExecutionContext(other: EvRunLoopIsolation) -> Bool {
+        owner.isSameExclusiveExecutionContext(other: other.owner)
+    }
+
+    func checkIsolated() {
+        owner.checkIsolated()
     }
 }

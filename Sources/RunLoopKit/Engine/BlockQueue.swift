@@ -10,34 +10,46 @@
 /// empties.
 struct BlockQueue {
     /// What a queued entry runs: a closure, or a concurrency job run on its executor (queued
-    /// as it is, without a closure around it).
+    /// as it is, without a closure around it). The two kinds of job are two cases, not a flag:
+    /// an entry carries nothing beyond the job and its executor.
     enum Work: Sendable {
         case block(@Sendable () -> Void)
-        case job(UnownedJob, EvRunLoopExecutor)
+        /// An actor's job, run isolated to the loop.
+        case isolatedJob(UnownedJob, EvRunLoopExecutor)
+        /// A job of a task that prefers the executor, run as that task executor's.
+        case taskJob(UnownedJob, EvRunLoopExecutor)
 
         /// Runs the work on the loop's thread.
         func run(on loop: EvRunLoop) {
             switch self {
             case .block(let body): Callout.block(body, on: loop)
-            case .job(let job, let executor):
-                loop.isRunningJob = true
-                Callout.block({ job.runSynchronously(on: executor.asUnownedSerialExecutor()) }, on: loop)
-                loop.isRunningJob = false
-                if loop.heldBackJobs {
-                    loop.heldBackJobs = false
-                    loop.wakeUp()
-                }
+            case .isolatedJob(let job, let executor): Self.run(job, executor, isolated: true, on: loop)
+            case .taskJob(let job, let executor): Self.run(job, executor, isolated: false, on: loop)
+            }
+        }
+
+        private static func run(_ job: UnownedJob, _ executor: EvRunLoopExecutor, isolated: Bool, on loop: EvRunLoop) {
+            loop.isRunningJob = true
+            Callout.block({ executor.run(job, isolated: isolated) }, on: loop)
+            loop.isRunningJob = false
+            if loop.heldBackJobs {
+                loop.heldBackJobs = false
+                loop.wakeUp()
             }
         }
 
         var isJob: Bool {
-            if case .job = self { true } else { false }
+            if case .block = self { false } else { true }
         }
 
         /// The loop dropped the work unrun (its thread exited, R4): a closure is released; a job
         /// runs on the executor's stand-in queue, so its task is resumed instead of lost.
         func dropped() {
-            if case .job(let job, let executor) = self { executor.runOrphaned(job) }
+            switch self {
+            case .block: break
+            case .isolatedJob(let job, let executor): executor.runOrphaned(job, isolated: true)
+            case .taskJob(let job, let executor): executor.runOrphaned(job, isolated: false)
+            }
         }
     }
 
