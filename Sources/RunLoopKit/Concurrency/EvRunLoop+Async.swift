@@ -55,7 +55,8 @@ extension EvRunLoop {
     }
 
     /// Suspends until a run of this loop returns ``RunResult/stopped`` (after ``stop()``), or at
-    /// once if the loop's thread has already exited.
+    /// once if the loop's thread has already exited. The runs that
+    /// ``run(mode:until:orUntil:)`` ends itself, once its condition holds, do not count.
     public func waitUntilStopped() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let registered = state.withLock { state in

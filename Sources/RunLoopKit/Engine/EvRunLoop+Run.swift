@@ -66,9 +66,12 @@ extension EvRunLoop {
         }
         notifyObservers(.exit, run)
         if run.frame == 0 { recorder.outermostRunEnds() }
-        state.withLock { $0.runs.removeLast() }
+        let stoppedQuietly = state.withLock { state in
+            defer { state.runs.removeLast() }
+            return state.runs[run.frame].isStoppedQuietly
+        }
         acceptsWakeUps.store(enclosingAcceptsWakeUps, ordering: .sequentiallyConsistent)
-        if result == .stopped { resumeStopWaiters() }
+        if result == .stopped && !stoppedQuietly { resumeStopWaiters() }
         return result
     }
 

@@ -29,11 +29,12 @@ extension EvRunLoop {
         return withoutActuallyEscaping(condition) { condition in
             let check = ConditionCheck(condition)
             defer { check.release() }
-            // Stops this wait's own run, never one nested in a callout (whose result is its owner's).
+            // Stops this wait's own run, never one nested in a callout (whose result is its owner's),
+            // and quietly: no stop() was made, so waitUntilStopped() goes on waiting.
             let depth = state.withLock { $0.runs.count }
             let checker = EvObserver(activities: .beforeWaiting, order: .max) { _, _ in
                 guard self.state.withLock({ $0.runs.count }) == depth + 1, check.holds() else { return }
-                self.stop()
+                self.stopInnermostRun(quietly: true)
             }
             add(checker, forMode: mode)
             defer { checker.invalidate() }

@@ -176,9 +176,19 @@ public final class EvRunLoop: Sendable {
     /// and leaves nothing for a later run (C52); one made from an Entry observer, as in CF, leaves
     /// a wake-up that ends the next wait, even the next run's (C56, W7).
     public func stop() {
+        stopInnermostRun(quietly: false)
+    }
+
+    /// Stops the innermost run as ``stop()`` does. `quietly`, for a wait of the library's own
+    /// (``run(mode:until:orUntil:)``), the run's `stopped` resumes no task in
+    /// ``waitUntilStopped()``, unless ``stop()`` stops it too.
+    func stopInnermostRun(quietly: Bool) {
         let running = state.withLock { state -> Bool in
             guard !state.runs.isEmpty else { return false }
-            state.runs[state.runs.count - 1].isStopped = true
+            let innermost = state.runs.count - 1
+            // A quiet stop never hides a stop() that came first.
+            state.runs[innermost].isStoppedQuietly = quietly && (state.runs[innermost].isStoppedQuietly || !state.runs[innermost].isStopped)
+            state.runs[innermost].isStopped = true
             stopRequests.wrappingAdd(1, ordering: .releasing)
             return true
         }
@@ -190,7 +200,10 @@ public final class EvRunLoop: Sendable {
     /// that end a loop for good (``EvWorkerThread``).
     func stopAllRuns() {
         let running = state.withLock { state -> Bool in
-            for index in state.runs.indices { state.runs[index].isStopped = true }
+            for index in state.runs.indices {
+                state.runs[index].isStopped = true
+                state.runs[index].isStoppedQuietly = false
+            }
             if !state.runs.isEmpty { stopRequests.wrappingAdd(1, ordering: .releasing) }
             return !state.runs.isEmpty
         }

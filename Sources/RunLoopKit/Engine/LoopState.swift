@@ -96,6 +96,9 @@ struct LoopState {
 struct RunFrame {
     let mode: EvRunLoop.Mode
     var isStopped = false
+    /// Only a wait of the library's own stopped the run (``EvRunLoop/stopInnermostRun(quietly:)``):
+    /// its `stopped` is no stop to the tasks in ``EvRunLoop/waitUntilStopped()``.
+    var isStoppedQuietly = false
 }
 
 /// The contents of one mode that a run needs.
