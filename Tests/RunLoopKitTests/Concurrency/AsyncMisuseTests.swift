@@ -6,6 +6,18 @@ private func message(_ result: ExitTest.Result?) -> String {
     String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
 }
 
+/// An actor pinned to a loop.
+private actor Pinned {
+    let executor: EvRunLoopExecutor
+    init(loop: EvRunLoop) { executor = EvRunLoopExecutor(loop) }
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+}
+
+/// Asserts, from synchronous code, that the caller runs isolated to `pinned`.
+private func pinnedActorIsAssumedIsolated(_ pinned: Pinned) {
+    pinned.assumeIsolated { _ in }
+}
+
 /// The shapes of async code in which a loop would never run: each either works or stops with a
 /// message that names the fix (`EvRunLoop.runMain`, the main actor, an `EvWorkerThread`). The
 /// async-main shapes run in AsyncMainHarness, a program whose main is `async`; `runMain`'s in
@@ -42,6 +54,27 @@ private func message(_ result: ExitTest.Result?) -> String {
             await Task(executorPreference: executor) { _ = EvRunLoop.current }.value
         }
         #expect(message(result).contains("EvRunLoop.current: called from a job of an EvRunLoopExecutor whose loop's thread has exited"))
+    }
+
+    /// An isolation check of an actor pinned to a loop, made off the loop's thread, says so,
+    /// not that a loop runs only on its own thread.
+    @Test func assumeIsolatedOffTheLoopsThreadStopsAndSaysSo() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let worker = EvWorkerThread(name: "isolation-worker")
+            pinnedActorIsAssumedIsolated(Pinned(loop: try! worker.start()))
+        }
+        #expect(message(result).contains("EvRunLoopExecutor.checkIsolated(): called off the loop's thread"))
+    }
+
+    /// Once the loop's thread has exited, the check names the queue that stands in for it.
+    @Test func assumeIsolatedOffTheStandInQueueStopsAndSaysSo() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let worker = EvWorkerThread(name: "isolation-worker")
+            let pinned = Pinned(loop: try! worker.start())
+            await worker.stop()
+            pinnedActorIsAssumedIsolated(pinned)
+        }
+        #expect(message(result).contains("EvRunLoopExecutor.checkIsolated(): the loop's thread has exited"))
     }
 
     @Test func forCurrentThreadInATaskStopsAsCurrentDoes() async {
