@@ -34,9 +34,13 @@ extension EvRunLoop {
     /// sequence ends when the loop's thread exits (R4) — at once if it already has — as
     /// ``waitUntilStopped()`` returns then.
     ///
-    /// - Precondition: `interval` is greater than zero.
+    /// - Precondition: `interval` is greater than zero, `tolerance` is not negative (R47), and
+    ///   `modes` is not empty.
     public func ticks(every interval: Duration, tolerance: Duration = .zero, inModes modes: [Mode] = [.common]) -> AsyncStream<ContinuousClock.Instant> {
         require(interval > .zero, "EvRunLoop.ticks(every:tolerance:inModes:): interval must be greater than zero (got \(interval))")
+        require(tolerance >= .zero, "EvRunLoop.ticks(every:tolerance:inModes:): tolerance must not be negative (got \(tolerance))")
+        // With no mode the timer would join none, and the sequence would wait for ever.
+        require(!modes.isEmpty, "EvRunLoop.ticks(every:tolerance:inModes:): modes must not be empty")
         let (stream, continuation) = AsyncStream<ContinuousClock.Instant>.makeStream(bufferingPolicy: .bufferingNewest(1))
         guard let exitHook = addExitHook({ continuation.finish() }) else {
             continuation.finish()

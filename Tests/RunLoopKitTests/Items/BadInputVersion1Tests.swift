@@ -43,6 +43,21 @@ import Testing
         #expect(message(result).contains("EvRunLoop.ticks(every:tolerance:inModes:)"))
     }
 
+    /// With no mode, the timer would join none and the sequence would wait for ever.
+    @Test func ticksInNoModeStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = onLoopThread { loop in loop.ticks(every: .seconds(1), inModes: []) }
+        }
+        #expect(message(result).contains("EvRunLoop.ticks(every:tolerance:inModes:): modes must not be empty"))
+    }
+
+    @Test func ticksWithANegativeToleranceStopsNamingTicks() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = onLoopThread { loop in loop.ticks(every: .seconds(1), tolerance: .seconds(-1)) }
+        }
+        #expect(message(result).contains("EvRunLoop.ticks(every:tolerance:inModes:): tolerance must not be negative"))
+    }
+
     @Test func checkingIsolationOffTheLoopsThreadStops() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let other = startLoopThread { _ in Latch().wait() }
