@@ -189,8 +189,13 @@ extension EvRunLoop {
 
     /// R38: handles at most one ready version-1 source of `mode`, the one ready longest (the
     /// loop's ``EvLibevSource``s count as one, see EvRunLoop+LibevSources.swift).
+    @inline(__always)  // twice a pass: the usual answer, none ready, is one load
     func handleOneVersion1Source(_ run: RunContext) -> Bool {
-        guard hasHint(Hint.readySource1s) else { return false }
+        hasHint(Hint.readySource1s) && handleReadyVersion1Source(run)
+    }
+
+    @inline(never)
+    private func handleReadyVersion1Source(_ run: RunContext) -> Bool {
         let mode = run.mode
         let queue = run.modeState
         let picked: (EvSource1Core, Int32, token: Int?, stamp: UInt64)?? = state.withLock { state in
