@@ -15,7 +15,7 @@ enum ThreadRegistry {
         var key = pthread_key_t()
         let status = pthread_key_create(&key) { pointer in
             guard let pointer else { return }
-            Unmanaged<EvRunLoop>.fromOpaque(pointer).takeRetainedValue().tearDown()
+            ThreadRegistry.tearDown(pointer)
         }
         require(status == 0, "EvRunLoop: pthread_key_create failed (\(status))")
         return key
@@ -30,8 +30,19 @@ enum ThreadRegistry {
     /// the loop is made afresh and torn down at exit as usual.
     static func tearDownCurrentLoop() {
         guard let pointer = pthread_getspecific(key) else { return }
+        tearDown(pointer)
+    }
+
+    /// Tears down the calling thread's loop at `pointer`, which stays the thread's loop
+    /// meanwhile: the cancel callouts and exit hooks that run on the exiting thread find it
+    /// current (``EvRunLoop/isCurrent``, ``EvLoopBound``), dead (R4). Then the thread has none.
+    /// (The key's destructor finds the key cleared, and calls itself again if it is set after.)
+    private static func tearDown(_ pointer: UnsafeMutableRawPointer) {
+        pthread_setspecific(key, pointer)
+        let loop = Unmanaged<EvRunLoop>.fromOpaque(pointer)
+        loop.takeUnretainedValue().tearDown()
         pthread_setspecific(key, nil)
-        Unmanaged<EvRunLoop>.fromOpaque(pointer).takeRetainedValue().tearDown()
+        loop.release()
     }
 
     /// The calling thread's loop, if it has one (R3: asking nothing costs nothing).

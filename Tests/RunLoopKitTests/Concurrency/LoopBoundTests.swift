@@ -1,6 +1,7 @@
 import Foundation
 import RunLoopKit
 import Testing
+import TestSupport
 
 /// Per-connection state as a port has it: a class, not `Sendable`.
 private final class Peer {
@@ -236,5 +237,27 @@ private func message(_ result: ExitTest.Result?) -> String {
         }
         #expect(message(result).contains("EvLoopBound.value: the value is read only on the loop's own thread")
             || message(result).contains("EvLoopBound.value: the value is written only on the loop's own thread"))
+    }
+
+    /// R4: a source's cancel callout at its loop's teardown runs on the exiting thread, where the
+    /// loop is still current: loop-bound state is reachable there, and `EvRunLoop.current` is that
+    /// (dead) loop, not a new one. Before, the thread's loop slot was cleared first: `isCurrent`
+    /// was false, a box's value stopped the program, and `current` made a loop on the way out.
+    @Test func aCancelCalloutAtTheLoopsTeardownFindsItCurrent() {
+        let seen = Box<(isCurrent: Bool, sameLoop: Bool, count: Int)?>(nil)
+        let thread = spawnThread {
+            let loop = EvRunLoop.current
+            let connections = EvLoopBoundBox(0, loop: loop)
+            connections.value += 1
+            loop.add(EvSource(cancel: { loop, _ in
+                guard loop.isCurrent else { return seen.set((false, false, -1)) }
+                connections.value -= 1
+                seen.set((true, EvRunLoop.current === loop, connections.value))
+            }) {}, forMode: .default)
+        }
+        pthread_join(thread, nil)
+        #expect(seen.get?.isCurrent == true, "the loop was not current in its cancel callout at teardown")
+        #expect(seen.get?.sameLoop == true, "EvRunLoop.current was another loop")
+        #expect(seen.get?.count == 0)
     }
 }
