@@ -76,8 +76,8 @@ final class Watchdog: Sendable {
         var lines = ["\(test): no progress from \(heart) for \(seconds) s in stage \"\(stage.withLock { $0 })\"; threads:"]
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
         for task in tasks.sorted(by: { (Int($0) ?? 0) < (Int($1) ?? 0) }) {
-            let stat = (try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8)) ?? "?"
-            let wchan = (try? String(contentsOfFile: "/proc/self/task/\(task)/wchan", encoding: .utf8)) ?? "?"
+            let stat = procFileText("/proc/self/task/\(task)/stat") ?? "?"
+            let wchan = procFileText("/proc/self/task/\(task)/wchan") ?? "?"
             // stat: "tid (comm) state ..."; the name may contain spaces, so split after the ')'.
             let name = stat.split(separator: "(", maxSplits: 1).last?.split(separator: ")").first ?? "?"
             let state = stat.split(separator: ")").last?.split(separator: " ").first ?? "?"

@@ -25,7 +25,7 @@ public enum ThreadProbe {
     /// The descriptors the epoll instance at `epoll` watches, from the kernel's fdinfo; empty
     /// when `epoll` is not an open epoll instance.
     public static func epollTargets(of epoll: Int32) -> [Int32] {
-        guard let info = try? String(contentsOfFile: "/proc/self/fdinfo/\(epoll)", encoding: .utf8) else { return [] }
+        guard let info = procFileText("/proc/self/fdinfo/\(epoll)") else { return [] }
         return info.split(separator: "\n").compactMap { line in
             line.hasPrefix("tfd:") ? line.dropFirst(4).split(separator: " ").first.flatMap { Int32($0) } : nil
         }
@@ -51,7 +51,7 @@ public enum ThreadProbe {
     }
 
     private static func fdinfoField(_ name: String, of descriptor: Int32, radix: Int) -> UInt64? {
-        guard let info = try? String(contentsOfFile: "/proc/self/fdinfo/\(descriptor)", encoding: .utf8) else { return nil }
+        guard let info = procFileText("/proc/self/fdinfo/\(descriptor)") else { return nil }
         let line = info.split(separator: "\n").first { $0.hasPrefix(name) }
         return line.flatMap { UInt64($0.dropFirst(name.count).trimmingCharacters(in: .whitespaces), radix: radix) }
     }
@@ -68,6 +68,6 @@ public enum ThreadProbe {
     }
 
     private static func read(_ name: String, of tid: Int32) -> String? {
-        try? String(contentsOfFile: "/proc/self/task/\(tid)/\(name)", encoding: .utf8)
+        procFileText("/proc/self/task/\(tid)/\(name)")
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 @testable import RunLoopKit
 import Synchronization
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -73,7 +74,7 @@ struct DescriptorSnapshot {
             guard let fd = Int32(name),
                 let link = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)")
             else { continue }
-            let info = (try? String(contentsOfFile: "/proc/self/fdinfo/\(name)", encoding: .utf8)) ?? ""
+            let info = procFileText("/proc/self/fdinfo/\(name)") ?? ""
             let fields = info.split(separator: "\n").map { $0.split(whereSeparator: \.isWhitespace) }
             var kind = link
             if link == "anon_inode:[eventfd]", let id = fields.first(where: { $0.first == "eventfd-id:" })?.dropFirst().first {

@@ -14,7 +14,7 @@ import TestSupport
     /// The names of this process's threads that start with `prefix`.
     private static func threads(named prefix: String) -> [String] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-        return tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
+        return tasks.compactMap { procFileText("/proc/self/task/\($0)/comm") }
             .map { $0.trimmingCharacters(in: .newlines) }.filter { $0.hasPrefix(prefix) }
     }
 

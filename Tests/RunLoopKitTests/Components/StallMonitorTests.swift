@@ -1,6 +1,7 @@
 import Foundation
 import RunLoopKit
 import Testing
+import TestSupport
 
 private let tracking = EvRunLoop.Mode("UITrackingRunLoopMode")
 
@@ -39,7 +40,7 @@ private func stallUntilReported(_ reported: Latch) {
 /// Names of this process's threads, from /proc/self/task.
 private func threadNames() -> [String] {
     let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-    return tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
+    return tasks.compactMap { procFileText("/proc/self/task/\($0)/comm") }
         .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
 }
 
