@@ -98,6 +98,17 @@ func once(_ activity: EvRunLoop.Activity, order: Int = 1, _ body: @escaping @Sen
 }
 
 /// Spins until `condition` holds; false if `seconds` passed first (a safety net only).
+/// ``spinUntil(timeout:_:)`` for async tests: yields between looks, so that the cooperative
+/// pool's thread stays free for the tasks the condition waits on.
+func yieldUntil(timeout seconds: Double = 30, _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while !condition() {
+        if ContinuousClock.now > deadline { return false }
+        await Task.yield()
+    }
+    return true
+}
+
 func spinUntil(timeout seconds: Double = 30, _ condition: () -> Bool) -> Bool {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while !condition() {

@@ -105,10 +105,10 @@ public final class EvLoopGroup: Sendable {
     /// as ``stop(waitUntilExited:)``, and suspends until every loop has been torn down on its
     /// thread, as ``EvWorkerThread/stop()`` does. The threads are not joined here (that would
     /// block): they finish exiting on their own, joined from a dispatch queue; a later
-    /// ``stop(waitUntilExited:)`` waits until they are gone. Stopping twice returns at once.
+    /// ``stop(waitUntilExited:)`` waits until they are gone. Stopping twice waits as the first stop does.
     ///
-    /// - Thread: any task. Not from a work item or a job running on one of the group's loops:
-    ///   that would wait for the loop it is running on (use ``stop(waitUntilExited:)`` there).
+    /// - Thread: any task. A job on one of the group's loops suspends while the loops end, and
+    ///   goes on as after ``EvWorkerThread/stop()``.
     public func stop() async {
         Self.stop(workers, waitUntilExited: false)
         await waitUntilStopped()
@@ -117,8 +117,7 @@ public final class EvLoopGroup: Sendable {
     /// Suspends until every loop of the group has been torn down on its thread, whoever stopped
     /// the group; at once if they are.
     ///
-    /// - Thread: any task. Not from a work item or a job running on one of the group's loops:
-    ///   that would wait for the loop it is running on.
+    /// - Thread: any task; a job on one of the group's loops goes on as after ``stop()``.
     public func waitUntilStopped() async {
         for loop in loops { await loop.untilTornDown() }
     }

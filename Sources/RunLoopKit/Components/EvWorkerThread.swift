@@ -177,6 +177,9 @@ final class WorkerCore: Sendable {
         var state = EvWorkerThread.State.idle
         var isStarting = false
         var loop: EvRunLoop?
+        /// The loop the thread made, still known after its run ended (``loop`` is cleared then)
+        /// until it is released: its teardown, at the thread's exit, may not be over yet.
+        weak var startedLoop: EvRunLoop?
         var thread: EvThreadHandle?
         var keepAlive: EvSource?
     }
@@ -246,6 +249,7 @@ final class WorkerCore: Sendable {
         loop.add(keepAlive, forMode: .default)
         shared.withLock { shared in
             shared.loop = loop
+            shared.startedLoop = loop
             shared.keepAlive = keepAlive
             shared.state = .running
             shared.isStarting = false
@@ -304,7 +308,7 @@ final class WorkerCore: Sendable {
                     loop.perform(inModes: [.common]) { [self] in finish(loop, keepAlive) }
                     return .done(shared.thread, loop, stoppedNow: true)
                 case .stopping, .stopped:
-                    return .done(shared.thread, shared.loop, stoppedNow: false)
+                    return .done(shared.thread, shared.startedLoop, stoppedNow: false)
                 }
             }
             guard case .done(let thread, let loop, let stoppedNow) = step else {

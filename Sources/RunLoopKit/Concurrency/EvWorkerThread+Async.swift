@@ -6,11 +6,12 @@ extension EvWorkerThread {
     /// here (that would block): it finishes exiting on its own, joined from a dispatch queue; a
     /// later ``stop(waitUntilExited:)`` waits until it is gone.
     ///
-    /// Stopping twice, or a worker never started, returns at once; so does stopping a worker whose
-    /// thread is already past its run loop's end.
+    /// Stopping a worker never started, or one whose loop has been torn down, returns at once;
+    /// stopping twice waits as the first stop does.
     ///
-    /// - Thread: any task. Not from a work item or a job running on the worker's own loop: that
-    ///   would wait for the loop it is running on (use ``stop(waitUntilExited:)`` there).
+    /// - Thread: any task. A job on the worker's own loop (an actor pinned to it) suspends while
+    ///   the loop ends, and goes on once it is torn down, on the queue that stands in for the
+    ///   exited thread (``EvRunLoopExecutor``).
     public func stop() async {
         // The loop as the stop found it, after any start() in progress has made it.
         await core.stop(waitUntilExited: false)?.untilTornDown()
@@ -20,9 +21,8 @@ extension EvWorkerThread {
     /// (``stop()`` or ``stop(waitUntilExited:)`` from anywhere, or the last reference dropped).
     /// Returns at once when the worker has no loop: never started, or torn down already.
     ///
-    /// - Thread: any task. Not from a work item or a job running on the worker's own loop: that
-    ///   would wait for the loop it is running on.
+    /// - Thread: any task; a job on the worker's own loop goes on as after ``stop()``.
     public func waitUntilStopped() async {
-        await runLoop?.untilTornDown()
+        await core.shared.withLock { $0.startedLoop }?.untilTornDown()
     }
 }

@@ -19,6 +19,8 @@ extension EvRunLoop {
         private var nextID: UInt64 = 0
         /// The hooks were taken to run: none can be added any more.
         fileprivate private(set) var isClosed = false
+        /// How many hooks wait.
+        var count: Int { hooks.count }
 
         fileprivate mutating func add(_ hook: @escaping @Sendable () -> Void) -> ExitHookID {
             defer { nextID += 1 }
@@ -57,6 +59,9 @@ extension EvRunLoop {
             if addExitHook({ continuation.resume() }) == nil { continuation.resume() }
         }
     }
+
+    /// How many exit hooks wait (what waits on the loop's end: tests look).
+    var exitHookCount: Int { state.withLock { $0.waiters?.exitHooks.count ?? 0 } }
 
     /// Forgets a hook that is no longer needed (its work finished another way). Safe from any
     /// thread; does nothing if the hook already ran or was removed.

@@ -1,5 +1,6 @@
 import Foundation
-import RunLoopKit
+@testable import RunLoopKit
+import Synchronization
 import Testing
 import TestSupport
 
@@ -26,6 +27,53 @@ import TestSupport
     /// worker's loop, through its executor — so a stop that blocked its thread would keep the
     /// opener from ever running again: every latch would time out. (On the shared cooperative pool, two cores wide, the opener
     /// could instead be starved by other tests blocking the pool's threads in a full-suite run.)
+    /// An actor pinned to the worker's own loop stops it, or waits for another to: its method
+    /// suspends while the loop ends and goes on once it is torn down (on the queue that stands
+    /// in for the exited thread), as the documentation says.
+    @Test(arguments: [false, true])
+    func anActorOnTheWorkersOwnLoopMayAwaitItsStop(waitingForAnother: Bool) async throws {
+        let worker = EvWorkerThread(name: "self-stop")
+        let loop = try worker.start()
+        let stopper = SelfStopper(loop)
+        let stopped = Task { await stopper.stop(worker, waitingForAnother: waitingForAnother) }
+        if waitingForAnother {
+            // Stopped from here while the actor's job runs on the loop, about to wait.
+            #expect(await yieldUntil { stopper.waits.load(ordering: .acquiring) })
+            worker.stop(waitUntilExited: false)
+        }
+        #expect(await stopped.value == .stopped)
+        // Torn down (R4): performing on the loop is refused as on any exited loop.
+        #expect(throws: EvPerformError.loopExited) { try loop.perform(inModes: [.default], waitUntilDone: false) {} }
+    }
+
+    /// `waitUntilStopped()` between the end of the worker's run and its loop's teardown, at the
+    /// thread's exit, waits for the teardown (here held in a source's cancel callout). Before,
+    /// the worker had forgotten its loop by then, and the wait returned with the teardown to come.
+    @Test func waitUntilStoppedWaitsForATeardownStillToCome() async throws {
+        let worker = EvWorkerThread(name: "wait-teardown")
+        let loop = try worker.start()
+        let teardown = Latch()
+        let log = EventLog<String>()
+        try worker.submitAndWait {
+            EvRunLoop.current.add(EvSource(cancel: { _, _ in
+                teardown.wait()
+                log.append("torn down")
+            }) {}, forMode: .default)
+        }
+        worker.stop(waitUntilExited: false)
+        #expect(await yieldUntil { worker.state == .stopped })  // the run is over; the teardown waits
+        let hooksBefore = loop.exitHookCount
+        let waiting = Task {
+            await worker.waitUntilStopped()
+            log.append("waited")
+        }
+        // The wait is under way once it waits on the loop's end, or over if it did not.
+        #expect(await yieldUntil { loop.exitHookCount > hooksBefore || log.all.contains("waited") })
+        teardown.open()
+        await waiting.value
+        #expect(log.all == ["torn down", "waited"])
+    }
+
     @Test func asyncStopsDoNotBlockTheCooperativePool() async throws {
         let release = Latch()
         let timedOut = EventLog<Int>()
@@ -51,6 +99,27 @@ import TestSupport
         await host.stop()
         #expect(timedOut.all.isEmpty)
         #expect(workers.allSatisfy { $0.state == .stopped })
+    }
+}
+
+/// An actor pinned to a worker's loop that stops that worker.
+private actor SelfStopper {
+    let executor: EvRunLoopExecutor
+    init(_ loop: EvRunLoop) { executor = EvRunLoopExecutor(loop) }
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    /// Set by the job on the loop that is about to wait.
+    nonisolated let waits = Atomic<Bool>(false)
+
+    /// Stops `worker`, or waits for another to, from a job on the worker's own loop; returns the
+    /// worker's state once that returned.
+    func stop(_ worker: EvWorkerThread, waitingForAnother: Bool) async -> EvWorkerThread.State {
+        if waitingForAnother {
+            waits.store(true, ordering: .releasing)
+            await worker.waitUntilStopped()
+        } else {
+            await worker.stop()
+        }
+        return worker.state
     }
 }
 
