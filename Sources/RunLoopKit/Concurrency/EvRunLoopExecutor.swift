@@ -107,18 +107,15 @@ public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
     /// the loop's thread has exited, on the queue that runs its jobs instead.
     public func checkIsolated() {
         if loop.threadHasExited {
-            guard !Self.isOnStandInQueue else { return }
-            fatalError(
-                """
+            require(Self.isOnStandInQueue, """
                 EvRunLoopExecutor.checkIsolated(): the loop's thread has exited (R4), so the \
                 executor's jobs run on the dispatch queue that stands in for it, and this is not \
                 that queue
                 """)
+            return
         }
         // Not preconditionOwnThread(_:), whose message is about running the loop.
-        guard !ThreadRegistry.isOwnedByCallingThread(loop) else { return }
-        fatalError(
-            """
+        require(ThreadRegistry.isOwnedByCallingThread(loop), """
             EvRunLoopExecutor.checkIsolated(): called off the loop's thread (assumeIsolated on an \
             actor pinned to the loop, say); the executor's jobs run only on its loop's thread
             """)
