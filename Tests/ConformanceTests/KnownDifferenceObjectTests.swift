@@ -133,4 +133,45 @@ import TestSupport
         #expect(!containsSecond)
         #expect(runLoopKit.performs == 2)
     }
+
+    /// `invalidatedItemIsNoCommonItem` (C21, C64, C94): a CF source and observer made common,
+    /// removed by name from the default mode (the only common mode), then invalidated, are still
+    /// common items to CFRunLoopContains…; RunLoopKit's are not.
+    @Test func invalidatedItemIsNoCommonItem() {
+        let cf = Self.onThreadThatExits { () -> [Bool] in
+            let loop = CFRunLoopGetCurrent().takeUnretainedValue()
+            var sourceContext = CFRunLoopSourceContext(
+                version: 0, info: nil, retain: nil, release: nil, copyDescription: nil, equal: nil, hash: nil,
+                schedule: nil, cancel: nil, perform: { _ in })
+            let source = CFRunLoopSourceCreate(nil, 0, &sourceContext).takeRetainedValue()
+            var observerContext = CFRunLoopObserverContext(version: 0, info: nil, retain: nil, release: nil, copyDescription: nil)
+            let observer = CFRunLoopObserverCreate(nil, CFOptionFlags(Activity.entry), 1, 0, { _, _, _ in }, &observerContext)
+                .takeRetainedValue()
+            CFRunLoopAddSource(loop, source, kCFRunLoopCommonModes)
+            CFRunLoopAddObserver(loop, observer, kCFRunLoopCommonModes)
+            CFRunLoopRemoveSource(loop, source, kCFRunLoopDefaultMode)
+            CFRunLoopRemoveObserver(loop, observer, kCFRunLoopDefaultMode)
+            CFRunLoopSourceInvalidate(source)
+            CFRunLoopObserverInvalidate(observer)
+            return [
+                CFRunLoopContainsSource(loop, source, kCFRunLoopCommonModes) != 0,
+                CFRunLoopContainsObserver(loop, observer, kCFRunLoopCommonModes) != 0,
+            ]
+        }
+        #expect(cf == [true, true], "CF's invalidation now forgets a common item that is in no mode")
+
+        let runLoopKit = Self.onThreadThatExits { () -> [Bool] in
+            let loop = EvRunLoop.current
+            let source = EvSource {}
+            let observer = EvObserver(activities: .entry) { _, _ in }
+            loop.add(source, forMode: .common)
+            loop.add(observer, forMode: .common)
+            loop.remove(source, forMode: .default)
+            loop.remove(observer, forMode: .default)
+            source.invalidate()
+            observer.invalidate()
+            return [loop.contains(source, forMode: .common), loop.contains(observer, forMode: .common)]
+        }
+        #expect(runLoopKit == [false, false])
+    }
 }

@@ -63,6 +63,7 @@ import Testing
         .deadLoopKeepsNothing: "KnownDifferenceObjectTests.deadLoopKeepsNothing (a dead loop is outside the harness's programs)",
         .descriptorLeftToTheHandler: "KnownDifferenceObjectTests.descriptorLeftToTheHandler",
         .sourcesNeverMerge: "KnownDifferenceObjectTests.sourcesNeverMerge (the harness gives every source its own info)",
+        .invalidatedItemIsNoCommonItem: "KnownDifferenceObjectTests.invalidatedItemIsNoCommonItem (the harness has no contains query)",
     ]
 
     static func demonstration(of difference: KnownDifference) -> Demonstration? {
@@ -174,7 +175,7 @@ import Testing
             runLoopKit: [scheduled(2)] + observed(9, waits) + [returned("timedOut")])
         case .sourceInOneLoopOnly, .runningCommonStops, .itemInSecondLoopStops, .toleranceHonoured, .commonItemsInHashOrder,
             .timersInAHeap, .fixedDescriptorsPerLoop, .timeoutInTheWait, .runReturnsWhenStopped, .publicWakeUpObserversAndSources,
-            .deadLoopKeepsNothing, .descriptorLeftToTheHandler, .sourcesNeverMerge:
+            .deadLoopKeepsNothing, .descriptorLeftToTheHandler, .sourcesNeverMerge, .invalidatedItemIsNoCommonItem:
             return nil
         }
     }

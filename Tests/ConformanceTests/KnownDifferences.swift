@@ -130,6 +130,12 @@ enum KnownDifference: String, CaseIterable, Sendable {
     /// own mode (they run later, in the outer run). RunLoopKit runs them in the nested run, as
     /// R54 says. Generator: block callouts run the loop only in programs with one block.
     case blockListDetached
+    /// `CFRunLoopSourceInvalidate` and `CFRunLoopObserverInvalidate` reach the common items only
+    /// through the loops the item is in: a common source or observer removed by name from every
+    /// mode, then invalidated, stays a common item, so `CFRunLoopContains…` with the pseudo-mode
+    /// answers true for a dead item (nothing else shows it: adding an invalid item does nothing).
+    /// RunLoopKit's invalidation forgets it (R36, R45). The harness has no contains query.
+    case invalidatedItemIsNoCommonItem
 
     /// The entry's short title, the same in the README's table of differences (and in every
     /// other document listed in `DifferenceListTests.listings`).
@@ -159,6 +165,7 @@ enum KnownDifference: String, CaseIterable, Sendable {
         case .timerRedatedWhileFiringNotArmedInOtherModes: "A timer that moves itself fires in all its modes"
         case .stoppedRunSleepsAfterANestedRunTookItsWakeUp: "A stopped run never sleeps"
         case .blockListDetached: "A run nested in a block sees the pending blocks"
+        case .invalidatedItemIsNoCommonItem: "An invalidated item is no common item"
         }
     }
 
@@ -188,6 +195,7 @@ enum KnownDifference: String, CaseIterable, Sendable {
         case .timerRedatedWhileFiringNotArmedInOtherModes: "CF bug: a timer re-dated in its own callout is not armed in its other modes"
         case .stoppedRunSleepsAfterANestedRunTookItsWakeUp: "CF bug: a stopped run sleeps if a nested run took the stop's wake-up"
         case .blockListDetached: "CF artifact: a run nested in a block does not see pending blocks"
+        case .invalidatedItemIsNoCommonItem: "CF artifact: a source or observer invalidated while in no mode stays a common item"
         case .readyVersion1SourcesUnwatchedInNoFixedOrder:
             "R37, RunLoopKit on purpose: version-1 sources that became ready while unwatched are handled in no fixed order"
         }

@@ -65,6 +65,8 @@ extern CFRunLoopObserverRef CFRunLoopObserverCreate(CFAllocatorRef allocator,
 extern void CFRunLoopAddObserver(CFRunLoopRef rl, CFRunLoopObserverRef observer, CFStringRef mode);
 extern void CFRunLoopRemoveObserver(CFRunLoopRef rl, CFRunLoopObserverRef observer,
                                     CFStringRef mode);
+extern Boolean CFRunLoopContainsObserver(CFRunLoopRef rl, CFRunLoopObserverRef observer,
+                                         CFStringRef mode);
 extern void CFRunLoopObserverInvalidate(CFRunLoopObserverRef observer);
 extern Boolean CFRunLoopObserverIsValid(CFRunLoopObserverRef observer);
 
