@@ -174,4 +174,36 @@ import TestSupport
         }
         #expect(runLoopKit == [false, false])
     }
+
+    /// `itemInSecondLoopStops` (C73, C88), CF's side of its edge: a timer and an observer that are
+    /// common items of one loop but in none of its modes join a second loop (here one whose thread
+    /// has exited: a loop still referenced takes items, C6). RunLoopKit stops there (the exit tests
+    /// of TimerRuleTests and ObserverRuleTests show the stop).
+    @Test func commonItemInNoModeJoinsASecondLoopInCF() {
+        let secondLoop = Handoff<CFRunLoop>()
+        secondLoop.value = Self.onThreadThatExits { CFRunLoopGetCurrent().takeUnretainedValue() }
+        let joined = Self.onThreadThatExits { () -> [Bool] in
+            let second = secondLoop.value!
+            let loop = CFRunLoopGetCurrent().takeUnretainedValue()
+            var timerContext = CFRunLoopTimerContext(version: 0, info: nil, retain: nil, release: nil, copyDescription: nil)
+            let timer = CFRunLoopTimerCreate(nil, CFAbsoluteTimeGetCurrent() + 100_000, 0, 0, 0, { _, _ in }, &timerContext)
+                .takeRetainedValue()
+            var observerContext = CFRunLoopObserverContext(version: 0, info: nil, retain: nil, release: nil, copyDescription: nil)
+            let observer = CFRunLoopObserverCreate(nil, CFOptionFlags(Activity.entry), 1, 0, { _, _, _ in }, &observerContext)
+                .takeRetainedValue()
+            CFRunLoopAddTimer(loop, timer, kCFRunLoopCommonModes)
+            CFRunLoopAddObserver(loop, observer, kCFRunLoopCommonModes)
+            CFRunLoopRemoveTimer(loop, timer, kCFRunLoopDefaultMode)
+            CFRunLoopRemoveObserver(loop, observer, kCFRunLoopDefaultMode)
+            let mode = Self.cfString("A")
+            CFRunLoopAddTimer(second, timer, mode)
+            CFRunLoopAddObserver(second, observer, mode)
+            defer {
+                CFRunLoopTimerInvalidate(timer)
+                CFRunLoopObserverInvalidate(observer)
+            }
+            return [CFRunLoopContainsTimer(second, timer, mode) != 0, CFRunLoopContainsObserver(second, observer, mode) != 0]
+        }
+        #expect(joined == [true, true], "CF no longer lets a common item in no mode join a second loop")
+    }
 }

@@ -14,8 +14,10 @@ enum KnownDifference: String, CaseIterable, Sendable {
     /// Running `.common`: CF logs and returns `finished`; RunLoopKit stops with a message (R10).
     /// Never generated.
     case runningCommonStops
-    /// A timer or observer added to a second loop: CF ignores it; RunLoopKit stops (R39, R53).
-    /// The harness uses one loop per program.
+    /// A timer or observer added to a second loop: CF ignores it while it is in a mode of the
+    /// first, and accepts one that is only a common item there (removed from every mode by name);
+    /// RunLoopKit stops while it belongs to the first, common items included (R39, R53). The
+    /// harness uses one loop per program.
     case itemInSecondLoopStops
     /// Tolerance: CF on Linux ignores it; RunLoopKit coalesces wake-ups within it (R46). The
     /// harness never sets a tolerance.
