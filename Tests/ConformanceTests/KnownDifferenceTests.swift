@@ -52,6 +52,7 @@ import Testing
     static let shownElsewhere: [KnownDifference: String] = [
         .sourceInOneLoopOnly: "RunLoopKit stops the process; RunLoopKitTests' bad-input exit tests show it",
         .runningCommonStops: "RunLoopKit stops the process; RunLoopKitTests' bad-input exit tests show it",
+        .blockForNoModeStops: "RunLoopKit stops the process; RunLoopKitTests' bad-input exit tests show it",
         .itemInSecondLoopStops: "RunLoopKit stops the process; RunLoopKitTests' bad-input exit tests show it",
         .toleranceHonoured: "a matter of timing (ToleranceTests in RunLoopKitTests); the harness never sets a tolerance",
         .commonItemsInHashOrder: "CF's order depends on object addresses, so it is not repeatable",
@@ -173,7 +174,7 @@ import Testing
                 .run("default", .short, returnAfterSourceHandled: false),
             ], cf: [scheduled(2)] + observed(9, waits) + observed(9, waits) + [returned("timedOut")],
             runLoopKit: [scheduled(2)] + observed(9, waits) + [returned("timedOut")])
-        case .sourceInOneLoopOnly, .runningCommonStops, .itemInSecondLoopStops, .toleranceHonoured, .commonItemsInHashOrder,
+        case .sourceInOneLoopOnly, .runningCommonStops, .blockForNoModeStops, .itemInSecondLoopStops, .toleranceHonoured, .commonItemsInHashOrder,
             .timersInAHeap, .fixedDescriptorsPerLoop, .timeoutInTheWait, .runReturnsWhenStopped, .publicWakeUpObserversAndSources,
             .deadLoopKeepsNothing, .descriptorLeftToTheHandler, .sourcesNeverMerge, .invalidatedItemIsNoCommonItem:
             return nil

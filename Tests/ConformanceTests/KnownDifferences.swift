@@ -14,6 +14,9 @@ enum KnownDifference: String, CaseIterable, Sendable {
     /// Running `.common`: CF logs and returns `finished`; RunLoopKit stops with a message (R10).
     /// Never generated.
     case runningCommonStops
+    /// A perform-block for an empty list of modes: CF queues it for ever, never run (it matches
+    /// no mode); RunLoopKit stops with a message naming the call. Never generated.
+    case blockForNoModeStops
     /// A timer or observer added to a second loop: CF ignores it while it is in a mode of the
     /// first, and accepts one that is only a common item there (removed from every mode by name);
     /// RunLoopKit stops while it belongs to the first, common items included (R39, R53). The
@@ -145,6 +148,7 @@ enum KnownDifference: String, CaseIterable, Sendable {
         switch self {
         case .sourceInOneLoopOnly: "A source belongs to one loop"
         case .runningCommonStops: "Running the common pseudo-mode stops"
+        case .blockForNoModeStops: "A block for no mode stops"
         case .itemInSecondLoopStops: "A timer or observer in a second loop stops"
         case .toleranceHonoured: "Timer tolerance is honoured"
         case .lostHandledSource: "handledSource is never lost"
@@ -176,6 +180,7 @@ enum KnownDifference: String, CaseIterable, Sendable {
         switch self {
         case .sourceInOneLoopOnly: "RunLoopKit on purpose: a source belongs to one loop"
         case .runningCommonStops: "RunLoopKit on purpose: running .common stops with a message"
+        case .blockForNoModeStops: "RunLoopKit on purpose: a block for no mode stops with a message"
         case .itemInSecondLoopStops: "RunLoopKit on purpose: a timer or observer in a second loop stops with a message"
         case .toleranceHonoured: "RunLoopKit on purpose: tolerance coalesces wake-ups"
         case .lostHandledSource: "CF bug, RunLoopKit on purpose: handledSource kept if any source ran"
