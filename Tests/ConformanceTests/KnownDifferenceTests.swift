@@ -53,6 +53,10 @@ import Testing
         .sourceInOneLoopOnly: "RunLoopKit stops the process; RunLoopKitTests' bad-input exit tests show it",
         .runningCommonStops: "RunLoopKit stops the process; RunLoopKitTests' bad-input exit tests show it",
         .blockForNoModeStops: "RunLoopKit stops the process; RunLoopKitTests' bad-input exit tests show it",
+        .runningAnotherThreadsLoopStops: "RunLoopKit stops the process; RunLoopKitTests' bad-input exit tests show it",
+        .negativeIntervalStops: "RunLoopKit stops the process; RunLoopKitTests' bad-input exit tests show it",
+        .intervalUnderANanosecondIsOne: "CF halts the process at the first fire; RunLoopKitTests' R47_aRepeatingIntervalUnderANanosecondIsOne shows RunLoopKit's side",
+        .pollNeverWaits: "a matter of an instant another thread would have to hit; RunLoopKitTests' R23 test shows RunLoopKit's side",
         .itemInSecondLoopStops: "RunLoopKit stops the process; RunLoopKitTests' bad-input exit tests show it",
         .toleranceHonoured: "a matter of timing (ToleranceTests in RunLoopKitTests); the harness never sets a tolerance",
         .commonItemsInHashOrder: "CF's order depends on object addresses, so it is not repeatable",
@@ -174,7 +178,8 @@ import Testing
                 .run("default", .short, returnAfterSourceHandled: false),
             ], cf: [scheduled(2)] + observed(9, waits) + observed(9, waits) + [returned("timedOut")],
             runLoopKit: [scheduled(2)] + observed(9, waits) + [returned("timedOut")])
-        case .sourceInOneLoopOnly, .runningCommonStops, .blockForNoModeStops, .itemInSecondLoopStops, .toleranceHonoured, .commonItemsInHashOrder,
+        case .sourceInOneLoopOnly, .runningCommonStops, .blockForNoModeStops, .runningAnotherThreadsLoopStops,
+            .negativeIntervalStops, .intervalUnderANanosecondIsOne, .pollNeverWaits, .itemInSecondLoopStops, .toleranceHonoured, .commonItemsInHashOrder,
             .timersInAHeap, .fixedDescriptorsPerLoop, .timeoutInTheWait, .runReturnsWhenStopped, .publicWakeUpObserversAndSources,
             .deadLoopKeepsNothing, .descriptorLeftToTheHandler, .sourcesNeverMerge, .invalidatedItemIsNoCommonItem:
             return nil

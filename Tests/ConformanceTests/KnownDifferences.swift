@@ -17,6 +17,21 @@ enum KnownDifference: String, CaseIterable, Sendable {
     /// A perform-block for an empty list of modes: CF queues it for ever, never run (it matches
     /// no mode); RunLoopKit stops with a message naming the call. Never generated.
     case blockForNoModeStops
+    /// C4: CF has no call that runs another thread's loop, and Foundation's `run(mode:before:)`
+    /// on another thread's `RunLoop` returns false; RunLoopKit stops with a message (R5). The
+    /// harness runs every loop on its own thread.
+    case runningAnotherThreadsLoopStops
+    /// C72: CF makes a negative interval zero, a one-shot; RunLoopKit stops with a message
+    /// (R47). Never generated.
+    case negativeIntervalStops
+    /// C72, W17: CF truncates a positive interval under 1 ns to zero while the timer still
+    /// repeats, and halts the process at its first fire; RunLoopKit makes it 1 ns (R47). Never
+    /// generated.
+    case intervalUnderANanosecondIsOne
+    /// C55: CF's `CFRunLoopIsWaiting` is true for the instant of a poll pass's non-blocking
+    /// check; RunLoopKit's `isWaiting` never is in a polling iteration (R23). The harness does not
+    /// ask.
+    case pollNeverWaits
     /// A timer or observer added to a second loop: CF ignores it while it is in a mode of the
     /// first, and accepts one that is only a common item there (removed from every mode by name);
     /// RunLoopKit stops while it belongs to the first, common items included (R39, R53). The
@@ -149,6 +164,10 @@ enum KnownDifference: String, CaseIterable, Sendable {
         case .sourceInOneLoopOnly: "A source belongs to one loop"
         case .runningCommonStops: "Running the common pseudo-mode stops"
         case .blockForNoModeStops: "A block for no mode stops"
+        case .runningAnotherThreadsLoopStops: "Running another thread's loop stops"
+        case .negativeIntervalStops: "A negative timer interval stops"
+        case .intervalUnderANanosecondIsOne: "An interval under a nanosecond is a nanosecond"
+        case .pollNeverWaits: "A poll is never waiting"
         case .itemInSecondLoopStops: "A timer or observer in a second loop stops"
         case .toleranceHonoured: "Timer tolerance is honoured"
         case .lostHandledSource: "handledSource is never lost"
@@ -181,6 +200,10 @@ enum KnownDifference: String, CaseIterable, Sendable {
         case .sourceInOneLoopOnly: "RunLoopKit on purpose: a source belongs to one loop"
         case .runningCommonStops: "RunLoopKit on purpose: running .common stops with a message"
         case .blockForNoModeStops: "RunLoopKit on purpose: a block for no mode stops with a message"
+        case .runningAnotherThreadsLoopStops: "RunLoopKit on purpose: running another thread's loop stops with a message"
+        case .negativeIntervalStops: "RunLoopKit on purpose: a negative timer interval stops with a message"
+        case .intervalUnderANanosecondIsOne: "W17, CF bug: an interval under 1 ns halts the process at the first fire"
+        case .pollNeverWaits: "RunLoopKit on purpose: isWaiting is never true in a polling iteration"
         case .itemInSecondLoopStops: "RunLoopKit on purpose: a timer or observer in a second loop stops with a message"
         case .toleranceHonoured: "RunLoopKit on purpose: tolerance coalesces wake-ups"
         case .lostHandledSource: "CF bug, RunLoopKit on purpose: handledSource kept if any source ran"
