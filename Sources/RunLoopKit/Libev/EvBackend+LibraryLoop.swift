@@ -126,6 +126,15 @@ extension EvBackend {
         return try body(library.loop)
     }
 
+    /// After a wait or a poll of a mode without an ``EvLibevSource``: the libraries' loop does not
+    /// iterate, so its clock is moved on here, as a running libev loop's moves at each poll;
+    /// library code called from this iteration's callouts times its watchers from it.
+    @inline(__always)
+    func advanceUnwatchedLibraryClock() {
+        guard let tables = watcherTables, tables.watchedLibrary == nil, let library = tables.library else { return }
+        ev_now_update(library.loop)
+    }
+
     /// Whether the libraries' watchers have events the engine has not heard of; clears that.
     func takeLibraryEvents() -> Bool {
         guard libraryEventsArrived else { return false }

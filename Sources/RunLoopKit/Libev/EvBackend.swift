@@ -203,6 +203,7 @@ final class EvBackend: LoopWaiter, ReadinessSink {
             takeWakeRequests(wake.wokeUp())
             if reasons.pointee == 0 { checkPollFailures() }
         } while reasons.pointee == 0
+        advanceUnwatchedLibraryClock()
         wake.endPlan()
         if fallbackTimerActive { stopFallbackTimer() }
         let woke = WakeReasons(rawValue: reasons.pointee)
@@ -230,6 +231,7 @@ final class EvBackend: LoopWaiter, ReadinessSink {
             descriptors._withUnsafeGuaranteedRef { if !$0.isEmpty { noteReady(from: $0) } }
         }
         takeWakeRequests(wake.takeRequests())
+        advanceUnwatchedLibraryClock()
         // A fallback timer serves sleeps only, in the loop each sleeps in: the next one arms it again.
         if fallbackTimerActive {
             stopFallbackTimer()
