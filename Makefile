@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps hiredis-deps bench-deps build test check-traits test-tsan test-asan soak bench gate plot-check readme-performance docs clean
+.PHONY: deps hiredis-deps curl-deps bench-deps build test check-traits test-tsan test-asan soak bench gate plot-check readme-performance docs clean
 
 deps:
 	@dpkg -s libev-dev >/dev/null 2>&1 || { \
@@ -15,6 +15,14 @@ hiredis-deps: deps
 	@dpkg -s libhiredis-dev redis-server >/dev/null 2>&1 || { \
 		echo "installing libhiredis-dev and redis-server"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libhiredis-dev redis-server; }
+
+## The nested package Examples/CurlOnRunLoop (libcurl's multi_socket API on a loop through
+## EvLibevSource, as curl's libev example drives it) builds against Debian's libcurl and tests
+## against python3's http.server.
+curl-deps: deps
+	@dpkg -s libcurl4-openssl-dev python3 >/dev/null 2>&1 || { \
+		echo "installing libcurl4-openssl-dev and python3"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libcurl4-openssl-dev python3; }
 
 ## The benchmark's instructions scenario counts with valgrind's callgrind (and builds against
 ## its client-request header), and its pictures are drawn with gnuplot, so the benchmark targets
@@ -36,12 +44,15 @@ build: deps
 	$(SWIFT) build $(TRAITS)
 
 ## make test: the whole test suite (Swift Testing), every trait's integration included...
-test: deps hiredis-deps
+test: deps hiredis-deps curl-deps
 	$(SWIFT) build --build-tests $(TRAITS)
 	$(SWIFT) test --skip-build $(TRAITS)
 ## ...and the nested package Examples/HiredisOnRunLoop, against a redis-server its tests start.
 	$(SWIFT) build --build-tests --package-path Examples/HiredisOnRunLoop
 	$(SWIFT) test --skip-build --package-path Examples/HiredisOnRunLoop
+## ...and the nested package Examples/CurlOnRunLoop, against an HTTP server its tests start.
+	$(SWIFT) build --build-tests --package-path Examples/CurlOnRunLoop
+	$(SWIFT) test --skip-build --package-path Examples/CurlOnRunLoop
 
 ## make check-traits: what an application sees of the traits (.ci/check-traits): with none it
 ## fetches and builds RunLoopKit alone; a product without its trait fails with an error naming it.
