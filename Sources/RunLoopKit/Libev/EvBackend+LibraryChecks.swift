@@ -10,7 +10,8 @@ import Musl
 /// seen. The rest (`ev_run`, `ev_loop_destroy`, replaced callbacks) is caught in the loop's own
 /// callbacks (EvBackend+LibraryLoop.swift); `ev_child` by libev's own assertion (child watchers
 /// only in the default loop); `ev_break` does nothing here, since RunLoopKit's `ev_run` returns
-/// after each poll anyway; calls from another thread cannot be seen at all.
+/// after each poll anyway (one made before the poll is cancelled, EvBackend+LibraryLoop.swift);
+/// calls from another thread cannot be seen at all.
 extension EvBackend {
     /// After library code ran (callbacks, a `withEventLoop` body, a detach handler): the loop's
     /// userdata is still the ``LibraryLoop``, which its callbacks find through it.

@@ -173,6 +173,9 @@ extension EvBackend {
         }
         library.polled = false
         library.placeholders = 0
+        // A library's ev_break there would skip the poll, and the wait would enter ev_run again
+        // and again; RunLoopKit's own break, if the wait is over, follows (eventsPending).
+        ev_break(library.loop, Int32(EVBREAK_CANCEL))
         checkLibraryCode(library, "EvLibevSource (a libev library's callback)")
         library.batches &+= 1
         if library.batches % LibraryLoop.auditInterval == 0 { library.auditDue = true }
