@@ -35,7 +35,9 @@
 /// break it (`ev_break`), destroy it, replace its userdata or its invoke-pending or release
 /// callbacks, watch signals or children (`ev_signal`, `ev_child`: RunLoopKit owns signals, use
 /// ``EvSignalSource``), watch a run loop's own descriptors, or touch it from another thread.
-/// Where libev lets it be seen, that stops the program with a message.
+/// Where libev lets it be seen, that stops the program with a message. An I/O collect interval
+/// (`ev_set_io_collect_interval`) is set back to zero before each poll: libev would sleep through
+/// the run loop's wake-ups.
 ///
 /// `@unchecked Sendable` as its superclass is: every field is a constant of a `Sendable` type.
 public final class EvLibevSource: EvVersion1Source, @unchecked Sendable {

@@ -44,6 +44,8 @@ extension EvBackend {
     func sleepInLibraryLoop(_ library: LibraryLoop) {
         reifyOwnWatchers()
         if reasons.pointee != 0 { return }  // the reify ran this loop's watchers: the wait is over
+        // A library's I/O collect interval would have libev sleep before the poll, deaf to wake-ups.
+        ev_set_io_collect_interval(library.loop, 0)
         runLibraryLoop(library, Int32(EVRUN_ONCE))
         if clibev_is_active(library.embedIO) == 0 { restartEmbedding(library) }
     }
@@ -176,6 +178,7 @@ extension EvBackend {
         // A library's ev_break there would skip the poll, and the wait would enter ev_run again
         // and again; RunLoopKit's own break, if the wait is over, follows (eventsPending).
         ev_break(library.loop, Int32(EVBREAK_CANCEL))
+        ev_set_io_collect_interval(library.loop, 0)  // as in sleepInLibraryLoop(_:), for this poll
         checkLibraryCode(library, "EvLibevSource (a libev library's callback)")
         library.batches &+= 1
         if library.batches % LibraryLoop.auditInterval == 0 { library.auditDue = true }
