@@ -84,7 +84,12 @@ extension EvRunLoop: LoopWaiterOwner {
         // No observer activity marks code run inside the wait: stall monitors are told directly.
         let watchers = waitCalloutWatchers.withLock { $0 }
         for watcher in watchers { watcher.calloutInWait(begins: true) }
+        // R23: not waiting inside a callout. Cleared after the monitors hear of the callout and
+        // set again before they hear of its end, so that they never see an idle wait as a stall.
+        let wasWaiting = waiting.load(ordering: .relaxed)
+        if wasWaiting { waiting.store(false, ordering: .releasing) }
         Callout.libevSourceInWait(on: self, body)
+        if wasWaiting { waiting.store(true, ordering: .releasing) }
         for watcher in watchers { watcher.calloutInWait(begins: false) }
     }
 }
