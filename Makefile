@@ -17,7 +17,7 @@ hiredis-deps: deps
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libhiredis-dev redis-server; }
 
 ## The nested package Examples/CurlOnRunLoop (libcurl's multi_socket API on a loop through
-## EvLibevSource, as curl's libev example drives it) builds against Debian's libcurl and tests
+## EvLibevSource, as a C program drives it on libev) builds against Debian's libcurl and tests
 ## against python3's http.server.
 curl-deps: deps
 	@dpkg -s libcurl4-openssl-dev python3 >/dev/null 2>&1 || { \

@@ -2,7 +2,7 @@
 import PackageDescription
 
 // libcurl's multi_socket API on a RunLoopKit loop, driven by ev_io and ev_timer watchers on an
-// EvLibevSource's libev loop exactly as curl's own libev example (evhiperfifo.c) drives them,
+// EvLibevSource's libev loop as a C program drives them on a plain libev loop,
 // with tests against a local HTTP server. A package of its own, so that RunLoopKit needs
 // neither libcurl nor Python. Needs libcurl4-openssl-dev (or another libcurl -dev), libev-dev
 // and python3: `swift test --package-path Examples/CurlOnRunLoop`.

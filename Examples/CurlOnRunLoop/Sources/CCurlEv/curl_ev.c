@@ -1,4 +1,4 @@
-// After curl's docs/examples/evhiperfifo.c: the same callbacks, without the fifo.
+// libcurl's multi_socket callbacks on libev watchers, as a C program on a plain libev loop writes them.
 #include "curl_ev.h"
 
 #include <curl/curl.h>

@@ -3,8 +3,8 @@ import HTTPTestServer
 import RunLoopKit
 import Testing
 
-/// libcurl's multi_socket API on an EvLibevSource, as curl's evhiperfifo.c example drives it on
-/// libev, against python3's http.server: what a plain libev loop gives curl, the run loop gives.
+/// libcurl's multi_socket API on an EvLibevSource, as a C program drives it on a plain
+/// libev loop, against python3's http.server: what a plain libev loop gives curl, the run loop gives.
 /// Serialized: the descriptor check counts the process's open descriptors.
 @Suite(.serialized) struct CurlOnRunLoopTests {
     static let size = 256 * 1024

@@ -1,4 +1,4 @@
-// curl's multi_socket API on a libev loop, in the shape of curl's evhiperfifo.c example: a
+// curl's multi_socket API on a libev loop, in the usual shape of its libev glue: a
 // multi handle whose socket callback starts and stops ev_io watchers and whose timer callback
 // arms one ev_timer. Every call on the loop's thread.
 #ifndef CURL_EV_H
