@@ -247,6 +247,25 @@ final class CFInterpreter: Interpreter, @unchecked Sendable {
         }
     }
 
+    override func contains(_ id: Int, in mode: String) -> Bool {
+        switch items[id] {
+        case .timer(let timer): CFRunLoopContainsTimer(loop, timer, cfMode(mode)) != 0
+        case .source(let source), .portSource(let source): CFRunLoopContainsSource(loop, source, cfMode(mode)) != 0
+        case .observer(let observer): CFRunLoopContainsObserver(loop, observer, cfMode(mode)) != 0
+        case nil: false
+        }
+    }
+
+    override func timersAtNextFireDate(of mode: String) -> [Int]? {
+        // CF's 0 means none; the same read as CFRunLoopTimerGetNextFireDate, so equal dates compare exactly.
+        let date = CFRunLoopGetNextTimerFireDate(loop, cfMode(mode))
+        guard date != 0 else { return nil }
+        return items.compactMap { id, item in
+            guard case .timer(let timer) = item, CFRunLoopTimerIsValid(timer) != 0 else { return nil }
+            return CFRunLoopTimerGetNextFireDate(timer) == date ? id : nil
+        }
+    }
+
     override func crossThreadAction(_ op: Op) -> (@Sendable () -> Void)? {
         /// CF objects are thread-safe for these calls; the box only carries them across.
         final class Handle<T>: @unchecked Sendable {

@@ -21,6 +21,7 @@ struct ProgramGenerator {
     enum World: Sendable { case timers, stops, ports }
 
     private var rng: SplitMix64
+    private var queries: QueryGenerator
     let world: World
     /// A quarter of the seeds in each world: at most one version-0 source and one block, whose
     /// callouts may then run the loop (with one of each, neither `lostHandledSource` nor
@@ -52,6 +53,7 @@ struct ProgramGenerator {
     /// seed (3, 7, 11…), which is in the ports world.
     init(seed: UInt64) {
         rng = SplitMix64(seed: seed)
+        queries = QueryGenerator(seed: seed)
         world = seed % 2 == 0 ? .timers : seed % 4 == 1 ? .stops : .ports
         nestsInSourcesAndBlocks = seed / 4 % 4 == 0
     }
@@ -105,7 +107,9 @@ struct ProgramGenerator {
         case 1 where timer != nil: return .fromOtherThread([.setFireDate(timer!, .future)])
         case 2 where source != nil: return .fromOtherThread([.signal(source!)])
         // lostHandledSource: a source's callout never has another source invalidated.
-        case 3 where item != nil && !(owner == .source && sources.contains(item!)): return .fromOtherThread([.invalidate(item!)])
+        case 3 where item != nil && !(owner == .source && sources.contains(item!))
+            && queries.mayInvalidate(item!, isTimer: timers.contains(item!)):
+            return .fromOtherThread([.invalidate(item!)])
         default: return .fromOtherThread([.wakeUp])
         }
     }
@@ -157,6 +161,7 @@ struct ProgramGenerator {
 
     /// One operation; `owner` is the item or block whose callout runs it, `depth` the script level.
     private mutating func op(depth: Int, owner: ItemKind?, ownerID: Int? = nil) -> Op {
+        if let query = queries.query(items: timers + sources + ports + observers, timers: timers) { return query }
         while true {
             // Drawn in the ports world only, so the other worlds' programs stay as they were.
             if world == .ports, chance(25) {
@@ -197,6 +202,7 @@ struct ProgramGenerator {
             case 34..<37:
                 guard let id = anyItem() else { continue }
                 if owner == .source, sources.contains(id) { continue }  // lostHandledSource
+                guard queries.mayInvalidate(id, isTimer: timers.contains(id)) else { continue }
                 return .invalidate(id)
             case 37..<50:
                 guard let id = sources.randomElement(using: &rng) else { continue }

@@ -133,6 +133,10 @@ class Interpreter: @unchecked Sendable {
             record(.modes(current: current ?? "none", all: all.sorted()))
         case .query(let id):
             if let state = query(id) { record(state) }
+        case .contains(let id, let mode):
+            if exists(id) { record(.containment(id, mode: mode, contained: contains(id, in: mode))) }
+        case .nextTimerFireDate(let mode):
+            record(.nextTimer(mode: mode, timers: timersAtNextFireDate(of: mode)?.sorted()))
         }
     }
 
@@ -247,6 +251,11 @@ class Interpreter: @unchecked Sendable {
     func currentModeName() -> String { fatalError("abstract") }
     func modes() -> (current: String?, all: [String]) { fatalError("abstract") }
     func query(_ id: Int) -> TraceEvent? { fatalError("abstract") }
+    /// Whether the loop holds item `id` in `mode` (`"common"`: the pseudo-mode).
+    func contains(_ id: Int, in mode: String) -> Bool { fatalError("abstract") }
+    /// The valid timers whose fire date equals the mode's next timer fire date; `nil` when the
+    /// loop reports none.
+    func timersAtNextFireDate(of mode: String) -> [Int]? { fatalError("abstract") }
     /// What `op` does from another thread, resolved now (on the loop's thread); `makeReady` is
     /// handled here, in the base class.
     func crossThreadAction(_ op: Op) -> (@Sendable () -> Void)? { fatalError("abstract") }

@@ -68,7 +68,6 @@ import Testing
         .deadLoopKeepsNothing: "KnownDifferenceObjectTests.deadLoopKeepsNothing (a dead loop is outside the harness's programs)",
         .descriptorLeftToTheHandler: "KnownDifferenceObjectTests.descriptorLeftToTheHandler",
         .sourcesNeverMerge: "KnownDifferenceObjectTests.sourcesNeverMerge (the harness gives every source its own info)",
-        .invalidatedItemIsNoCommonItem: "KnownDifferenceObjectTests.invalidatedItemIsNoCommonItem (the harness has no contains query)",
     ]
 
     static func demonstration(of difference: KnownDifference) -> Demonstration? {
@@ -178,10 +177,22 @@ import Testing
                 .run("default", .short, returnAfterSourceHandled: false),
             ], cf: [scheduled(2)] + observed(9, waits) + observed(9, waits) + [returned("timedOut")],
             runLoopKit: [scheduled(2)] + observed(9, waits) + [returned("timedOut")])
+        case .invalidatedItemIsNoCommonItem:
+            // Common items removed by name from the one common mode, then invalidated.
+            let asked: [Op] = [.contains(1, mode: "common"), .contains(2, mode: "common")]
+            return Demonstration(program: [
+                .addSource(1, order: 0, modes: ["common"]),
+                .addObserver(2, activities: Activity.entry, order: 0, repeats: true, modes: ["common"]),
+                .remove(1, mode: "default"), .remove(2, mode: "default"),
+                .invalidate(1), .invalidate(2),
+            ] + asked, cf: [scheduled(1), cancelled(1), .containment(1, mode: "common", contained: true),
+                .containment(2, mode: "common", contained: true)],
+            runLoopKit: [scheduled(1), cancelled(1), .containment(1, mode: "common", contained: false),
+                .containment(2, mode: "common", contained: false)])
         case .sourceInOneLoopOnly, .runningCommonStops, .blockForNoModeStops, .runningAnotherThreadsLoopStops,
             .negativeIntervalStops, .intervalUnderANanosecondIsOne, .pollNeverWaits, .itemInSecondLoopStops, .toleranceHonoured, .commonItemsInHashOrder,
             .timersInAHeap, .fixedDescriptorsPerLoop, .timeoutInTheWait, .runReturnsWhenStopped, .publicWakeUpObserversAndSources,
-            .deadLoopKeepsNothing, .descriptorLeftToTheHandler, .sourcesNeverMerge, .invalidatedItemIsNoCommonItem:
+            .deadLoopKeepsNothing, .descriptorLeftToTheHandler, .sourcesNeverMerge:
             return nil
         }
     }

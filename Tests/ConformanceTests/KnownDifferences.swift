@@ -154,7 +154,8 @@ enum KnownDifference: String, CaseIterable, Sendable {
     /// through the loops the item is in: a common source or observer removed by name from every
     /// mode, then invalidated, stays a common item, so `CFRunLoopContains…` with the pseudo-mode
     /// answers true for a dead item (nothing else shows it: adding an invalid item does nothing).
-    /// RunLoopKit's invalidation forgets it (R36, R45). The harness has no contains query.
+    /// RunLoopKit's invalidation forgets it (R36, R45). Generator: no source or observer is both
+    /// invalidated and asked about with the pseudo-mode.
     case invalidatedItemIsNoCommonItem
 
     /// The entry's short title, the same in the README's table of differences (and in every
@@ -248,6 +249,7 @@ extension KnownDifference {
         var timerModes: [Int: Set<String>] = [:]
         var nearTimers: Set<Int> = [], removesNearTimer = false
         var runsInASource = false, runsInABlock = false
+        var askedAsCommon: Set<Int> = [], invalidated: Set<Int> = []
 
         func dated(_ date: FireDate) {
             if date != .future { hasDueTimers = true }
@@ -267,7 +269,8 @@ extension KnownDifference {
             case .addTimer(_, _, _, let modes), .addSource(_, _, let modes), .addPortSource(_, _, let modes),
                 .addObserver(_, _, _, _, let modes), .performBlock(_, let modes):
                 named(modes)
-            case .add(_, let mode), .remove(_, let mode), .addCommonMode(let mode), .run(let mode, _, _):
+            case .add(_, let mode), .remove(_, let mode), .addCommonMode(let mode), .run(let mode, _, _),
+                .contains(_, let mode), .nextTimerFireDate(let mode):
                 named([mode])
             default:
                 break
@@ -305,6 +308,7 @@ extension KnownDifference {
             case .queryModes:
                 queriesModes = true
             case .invalidate(let id):
+                invalidated.insert(id)
                 if owner == .source, kinds[id] == .source { risked.insert(.lostHandledSource) }
                 if nearTimers.contains(id) { removesNearTimer = true }
             case .run(_, let timeout, _):
@@ -341,13 +345,19 @@ extension KnownDifference {
             case .remove(let id, _):
                 if !topLevel, kinds[id] == .timer { scriptRemovesTimer = true }
                 if nearTimers.contains(id) { removesNearTimer = true }
-            case .signal, .query, .addCommonMode:
+            case .contains(let id, let mode):
+                if mode == "common" { askedAsCommon.insert(id) }
+            case .signal, .query, .addCommonMode, .nextTimerFireDate:
                 break
             }
         }
         for op in program { visit(op, owner: nil, ownerID: nil, topLevel: true) }
         if hasDueTimers && wakes || makesPortsReady && (hasDueTimers || wakes) { risked.insert(.oneWakeReasonPerIteration) }
         if commonBlock && queriesModes { risked.insert(.commonBlockCreatesMode) }
+        // Whether the item was common and in no mode when invalidated is not judged: any will do.
+        if askedAsCommon.intersection(invalidated).contains(where: { kinds[$0] != .timer }) {
+            risked.insert(.invalidatedItemIsNoCommonItem)
+        }
         if sleepsUnguarded && wakesUp { risked.insert(.stoppedRunSleepsAfterANestedRunTookItsWakeUp) }
         if removesNearTimer && wakes { risked.insert(.removedTimerNeverWakes) }
         let readied = readiedPorts.sorted()

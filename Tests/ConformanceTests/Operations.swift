@@ -53,6 +53,11 @@ indirect enum Op: Hashable, Sendable, CustomStringConvertible {
     /// Records whether item `id` is valid (and a version-0 source signalled, a timer's next fire
     /// date).
     case query(Int)
+    /// Records whether the loop holds item `id` in `mode`; for `"common"`, whether it is a common
+    /// item (a timer only while it is in a mode, C21).
+    case contains(Int, mode: String)
+    /// Records which timers' fire date a mode's next timer fire date is (C84): never the date itself.
+    case nextTimerFireDate(String)
 
     /// The next callout of `id` stops the innermost run.
     static func stopFromCallout(_ id: Int) -> Op { .onCallout(id, [.stop]) }
@@ -90,6 +95,8 @@ indirect enum Op: Hashable, Sendable, CustomStringConvertible {
         case .fromOtherThread(let ops): return ".fromOtherThread([" + ops.map(\.description).joined(separator: ", ") + "])"
         case .queryModes: return ".queryModes"
         case .query(let id): return ".query(\(id))"
+        case .contains(let id, let mode): return ".contains(\(id), mode: \"\(mode)\")"
+        case .nextTimerFireDate(let mode): return ".nextTimerFireDate(\"\(mode)\")"
         }
     }
 }
@@ -169,6 +176,9 @@ enum TraceEvent: Hashable, Sendable, CustomStringConvertible {
     case sourceState(Int, valid: Bool, signalled: Bool)
     case portSourceState(Int, valid: Bool)
     case observerState(Int, valid: Bool)
+    case containment(Int, mode: String, contained: Bool)
+    /// The timers whose fire date is the mode's next timer fire date; `nil` for no date.
+    case nextTimer(mode: String, timers: [Int]?)
     /// The scenario's thread returned; what follows is the loop's teardown (R4).
     case threadExit
     /// `isWaiting` was true inside a callout (R23 says never).
@@ -191,6 +201,9 @@ enum TraceEvent: Hashable, Sendable, CustomStringConvertible {
         case .sourceState(let id, let valid, let signalled): return "source \(id) valid \(valid) signalled \(signalled)"
         case .portSourceState(let id, let valid): return "port source \(id) valid \(valid)"
         case .observerState(let id, let valid): return "observer \(id) valid \(valid)"
+        case .containment(let id, let mode, let contained): return "\(mode) \(contained ? "contains" : "lacks") \(id)"
+        case .nextTimer(let mode, let timers):
+            return "next timer of \(mode): " + (timers.map { $0.isEmpty ? "another date" : "\($0)" } ?? "none")
         case .threadExit: return "thread exit"
         case .waitingInCallout: return "isWaiting true in a callout"
         case .operation: return "operation"

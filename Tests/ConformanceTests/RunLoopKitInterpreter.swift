@@ -171,6 +171,24 @@ final class RunLoopKitInterpreter: Interpreter, @unchecked Sendable {
         }
     }
 
+    override func contains(_ id: Int, in mode: String) -> Bool {
+        switch items[id] {
+        case .timer(let timer): loop.contains(timer, forMode: rkMode(mode))
+        case .source(let source): loop.contains(source, forMode: rkMode(mode))
+        case .portSource(let source): loop.contains(source, forMode: rkMode(mode))
+        case .observer(let observer): loop.contains(observer, forMode: rkMode(mode))
+        case nil: false
+        }
+    }
+
+    override func timersAtNextFireDate(of mode: String) -> [Int]? {
+        guard let date = loop.nextTimerFireDate(forMode: rkMode(mode)) else { return nil }
+        return items.compactMap { id, item in
+            guard case .timer(let timer) = item, timer.isValid else { return nil }
+            return timer.fireDate == date ? id : nil
+        }
+    }
+
     override func crossThreadAction(_ op: Op) -> (@Sendable () -> Void)? {
         let loop: EvRunLoop = self.loop
         switch op {

@@ -55,6 +55,7 @@ extern Boolean CFRunLoopContainsSource(CFRunLoopRef rl, CFRunLoopSourceRef sourc
 extern Boolean CFRunLoopContainsTimer(CFRunLoopRef rl, CFRunLoopTimerRef timer, CFStringRef mode);
 
 extern CFAbsoluteTime CFRunLoopTimerGetNextFireDate(CFRunLoopTimerRef timer);
+extern CFAbsoluteTime CFRunLoopGetNextTimerFireDate(CFRunLoopRef rl, CFStringRef mode);
 extern Boolean CFRunLoopTimerIsValid(CFRunLoopTimerRef timer);
 
 extern CFRunLoopObserverRef CFRunLoopObserverCreate(CFAllocatorRef allocator,
