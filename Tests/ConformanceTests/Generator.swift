@@ -27,6 +27,13 @@ struct ProgramGenerator {
     /// callouts may then run the loop (with one of each, neither `lostHandledSource` nor
     /// `blockListDetached` can arise).
     let nestsInSourcesAndBlocks: Bool
+    /// A quarter of the seeds in the timer world: the first timer repeats every `quickInterval`
+    /// from a past date, so it is due again at every later timers step and fires once in each.
+    /// No other timer is ever due there (`KnownDifference.pastFireDatesClampedToNow`).
+    let hasQuickTimer: Bool
+    private var quickTimer: Int?
+    /// Short enough to have passed before any later timers step, whatever ran in between.
+    static let quickInterval = 1e-7
     private var nextID = 1
     private var timers: [Int] = []
     private var sources: [Int] = []
@@ -56,6 +63,7 @@ struct ProgramGenerator {
         queries = QueryGenerator(seed: seed)
         world = seed % 2 == 0 ? .timers : seed % 4 == 1 ? .stops : .ports
         nestsInSourcesAndBlocks = seed / 4 % 4 == 0
+        hasQuickTimer = world == .timers && seed / 16 % 4 == 1
     }
 
     mutating func program() -> [Op] {
@@ -82,8 +90,10 @@ struct ProgramGenerator {
         return [first]
     }
 
-    private mutating func fireDate() -> FireDate {
-        world == .timers && chance(70) ? .past : .future
+    /// A date for timer `id`: past (due) or a day ahead; with a quick timer, only that one is due.
+    private mutating func fireDate(for id: Int) -> FireDate {
+        let date: FireDate = world == .timers && chance(70) ? .past : .future
+        return hasQuickTimer && id != quickTimer ? .future : date
     }
 
     private mutating func runTimeout() -> RunTimeout {
@@ -173,7 +183,12 @@ struct ProgramGenerator {
                 let id = newID(), modes = modes()
                 timers.append(id)
                 timerModes[id] = Set(modes)
-                return .addTimer(id, fireDate(), interval: chance(40) ? 1_000_000 : 0, modes: modes)
+                let date = fireDate(for: id), interval: Double = chance(40) ? 1_000_000 : 0
+                if hasQuickTimer && quickTimer == nil {
+                    quickTimer = id
+                    return .addTimer(id, .past, interval: Self.quickInterval, modes: modes)
+                }
+                return .addTimer(id, date, interval: interval, modes: modes)
             case 8..<16:
                 if nestsInSourcesAndBlocks && !sources.isEmpty { continue }
                 let id = newID(), modes = modes()
@@ -215,11 +230,12 @@ struct ProgramGenerator {
                         // C80: a timer moving itself, to the past or the future, in one mode only.
                         guard (timerModes[id] ?? []).isSingleMode else { continue }
                         redatedByOwnScript.insert(id)
-                        return .setFireDate(id, chance(50) ? .past : .future)
+                        let date: FireDate = chance(50) ? .past : .future
+                        return .setFireDate(id, hasQuickTimer && id != quickTimer ? .future : date)
                     }
                     redatedByScripts.insert(id)
                 }
-                return .setFireDate(id, fireDate())
+                return .setFireDate(id, fireDate(for: id))
             case 53..<56:
                 // C10: a mode may be made common before anything is in it; queryModes shows it.
                 return .addCommonMode(["A", "B"].randomElement(using: &rng)!)

@@ -48,6 +48,26 @@ import Testing
         #expect(KnownDifference.risked(by: program).contains(.oneWakeReasonPerIteration), "the generator's check misses it")
     }
 
+    /// `pastFireDatesClampedToNow` next to a quick timer: a past date set after it fired is "now"
+    /// in CF, later than the quick timer's next date, but stays long gone in RunLoopKit.
+    @Test func aPastDateSetAfterAQuickTimerFiredComesAfterItInCF() {
+        let program: [Op] = [
+            .addTimer(1, .past, interval: ProgramGenerator.quickInterval, modes: ["default"]),
+            .run("default", .zero, returnAfterSourceHandled: false),
+            .addTimer(2, .past, interval: 0, modes: ["default"]),
+            .run("default", .zero, returnAfterSourceHandled: false),
+        ]
+        let comparison = Comparison(program, label: "pastFireDatesClampedToNow with a quick timer")
+        let start = [fired(1), returned("timedOut")]
+        #expect(
+            comparison.cf.prefix { $0 != .threadExit } == start + [fired(1), fired(2), returned("timedOut")],
+            "CF no longer does this\n\(comparison.report)")
+        #expect(
+            comparison.runLoopKit.prefix { $0 != .threadExit } == start + [fired(2), fired(1), returned("timedOut")],
+            "RunLoopKit no longer does this\n\(comparison.report)")
+        #expect(KnownDifference.risked(by: program).contains(.pastFireDatesClampedToNow), "the generator's check misses it")
+    }
+
     /// Where the differences without a program here are shown, or why they cannot be.
     static let shownElsewhere: [KnownDifference: String] = [
         .sourceInOneLoopOnly: "RunLoopKit stops the process; RunLoopKitTests' bad-input exit tests show it",

@@ -115,7 +115,8 @@ enum KnownDifference: String, CaseIterable, Sendable {
     /// `CFRunLoopTimerSetNextFireDate` (`_fireTSR = now`): past timers fire in the order their
     /// dates were set, not by date, and a repeating one's grid starts when its date was set.
     /// RunLoopKit keeps the date (R40, R42). Generator: dates come from a counter that grows in
-    /// execution order, and `query` does not report the next date of a timer that fired.
+    /// execution order, `query` does not report the next date of a timer that fired, and next to
+    /// a quick timer (whose next date is "now" in CF) no other timer is ever due.
     case pastFireDatesClampedToNow
     /// `CFRunLoopPerformBlock(rl, kCFRunLoopCommonModes, …)` creates a real mode named
     /// "kCFRunLoopCommonModes" (it "ensures the mode exists" without special-casing the
@@ -250,9 +251,13 @@ extension KnownDifference {
         var nearTimers: Set<Int> = [], removesNearTimer = false
         var runsInASource = false, runsInABlock = false
         var askedAsCommon: Set<Int> = [], invalidated: Set<Int> = []
+        var quickTimers: Set<Int> = [], dueDated: Set<Int> = []
 
-        func dated(_ date: FireDate) {
-            if date != .future { hasDueTimers = true }
+        func dated(_ date: FireDate, _ id: Int) {
+            if date != .future {
+                hasDueTimers = true
+                dueDated.insert(id)
+            }
             // Dates of the counter grow; an explicit past date must not come before an earlier one.
             if case .at(let seconds) = date, seconds < 0 {
                 if seconds <= lastPastDate { risked.insert(.pastFireDatesClampedToNow) }
@@ -276,13 +281,14 @@ extension KnownDifference {
                 break
             }
             switch op {
-            case .addTimer(let id, let date, _, let modes):
+            case .addTimer(let id, let date, let interval, let modes):
                 kinds[id] = .timer
                 timerModes[id, default: []].formUnion(modes)
-                dated(date)
+                if interval > 0 && interval < 1 { quickTimers.insert(id) }
+                dated(date, id)
                 if date == .soon || date.isAhead { nearTimers.insert(id) }
             case .setFireDate(let id, let date):
-                dated(date)
+                dated(date, id)
                 if date == .soon || date.isAhead { nearTimers.insert(id) }
                 if !topLevel { redatedByScripts.insert(id) }
                 if !topLevel, id == ownerID { redatedByOwnScript.insert(id) }
@@ -332,8 +338,8 @@ extension KnownDifference {
                     case .makeReady(let id):
                         makesPortsReady = true
                         readiedPorts.insert(id)
-                    case .setFireDate(_, let date):
-                        dated(date)
+                    case .setFireDate(let id, let date):
+                        dated(date, id)
                     case .invalidate:
                         visit(op, owner: owner, ownerID: ownerID, topLevel: topLevel)
                     default:
@@ -354,6 +360,10 @@ extension KnownDifference {
         for op in program { visit(op, owner: nil, ownerID: nil, topLevel: true) }
         if hasDueTimers && wakes || makesPortsReady && (hasDueTimers || wakes) { risked.insert(.oneWakeReasonPerIteration) }
         if commonBlock && queriesModes { risked.insert(.commonBlockCreatesMode) }
+        // A quick timer's next date is "now" in CF and on its grid in RunLoopKit: it may be the only due timer.
+        if !quickTimers.isEmpty && (quickTimers.count > 1 || !dueDated.subtracting(quickTimers).isEmpty) {
+            risked.insert(.pastFireDatesClampedToNow)
+        }
         // Whether the item was common and in no mode when invalidated is not judged: any will do.
         if askedAsCommon.intersection(invalidated).contains(where: { kinds[$0] != .timer }) {
             risked.insert(.invalidatedItemIsNoCommonItem)
