@@ -171,7 +171,8 @@ struct ProgramGenerator {
 
     /// One operation; `owner` is the item or block whose callout runs it, `depth` the script level.
     private mutating func op(depth: Int, owner: ItemKind?, ownerID: Int? = nil) -> Op {
-        if let query = queries.query(items: timers + sources + ports + observers, timers: timers) { return query }
+        let items = timers + sources + ports + observers
+        if let query = queries.query(items: items, timers: timers, inTimersScript: owner == .timer) { return query }
         while true {
             // Drawn in the ports world only, so the other worlds' programs stay as they were.
             if world == .ports, chance(25) {
