@@ -198,7 +198,10 @@ struct ProgramGenerator {
             case 16..<25:
                 let id = newID(), modes = modes()
                 observers.append(id)
-                return .addObserver(id, activities: activities(), order: uniqueObserverOrder(), repeats: chance(80), modes: modes)
+                let activities = activities(), order = uniqueObserverOrder(), repeats = chance(80)
+                // A one-shot observer invalidates itself after its callout (invalidatedItemIsNoCommonItem).
+                if !repeats { _ = queries.mayInvalidate(id, isTimer: false) }
+                return .addObserver(id, activities: activities, order: order, repeats: repeats, modes: modes)
             case 25..<29:
                 guard let id = anyItem() else { continue }
                 let mode = Self.itemModes.randomElement(using: &rng)!

@@ -68,6 +68,27 @@ import Testing
         #expect(KnownDifference.risked(by: program).contains(.pastFireDatesClampedToNow), "the generator's check misses it")
     }
 
+    /// `invalidatedItemIsNoCommonItem` without an invalidate call: a one-shot common observer
+    /// that removes itself from its last mode in its callout, which CF then invalidates.
+    @Test func aOneShotObserverThatLeftEveryModeStaysCommonInCF() {
+        let program: [Op] = [
+            .addObserver(1, activities: Activity.entry, order: 0, repeats: false, modes: ["common"]),
+            .addTimer(9, .future, interval: 0, modes: ["default"]),
+            .onCallout(1, [.remove(1, mode: "default")]),
+            .run("default", .zero, returnAfterSourceHandled: false),
+            .query(1), .contains(1, mode: "common"),
+        ]
+        let comparison = Comparison(program, label: "invalidatedItemIsNoCommonItem with a one-shot observer")
+        let start = [observed(1, Activity.entry), returned("timedOut"), .observerState(1, valid: false)]
+        #expect(
+            comparison.cf.prefix { $0 != .threadExit } == start + [.containment(1, mode: "common", contained: true)],
+            "CF no longer does this\n\(comparison.report)")
+        #expect(
+            comparison.runLoopKit.prefix { $0 != .threadExit } == start + [.containment(1, mode: "common", contained: false)],
+            "RunLoopKit no longer does this\n\(comparison.report)")
+        #expect(KnownDifference.risked(by: program).contains(.invalidatedItemIsNoCommonItem), "the generator's check misses it")
+    }
+
     /// Where the differences without a program here are shown, or why they cannot be.
     static let shownElsewhere: [KnownDifference: String] = [
         .sourceInOneLoopOnly: "RunLoopKit stops the process; RunLoopKitTests' bad-input exit tests show it",

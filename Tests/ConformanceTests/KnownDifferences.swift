@@ -155,8 +155,9 @@ enum KnownDifference: String, CaseIterable, Sendable {
     /// through the loops the item is in: a common source or observer removed by name from every
     /// mode, then invalidated, stays a common item, so `CFRunLoopContains…` with the pseudo-mode
     /// answers true for a dead item (nothing else shows it: adding an invalid item does nothing).
+    /// A one-shot observer that left its last mode in its callout is invalidated so after it.
     /// RunLoopKit's invalidation forgets it (R36, R45). Generator: no source or observer is both
-    /// invalidated and asked about with the pseudo-mode.
+    /// invalidated (one-shot observers count as invalidated) and asked about with the pseudo-mode.
     case invalidatedItemIsNoCommonItem
 
     /// The entry's short title, the same in the README's table of differences (and in every
@@ -300,8 +301,9 @@ extension KnownDifference {
             case .makeReady(let id):
                 makesPortsReady = true
                 readiedPorts.insert(id)
-            case .addObserver(let id, _, let order, _, _):
+            case .addObserver(let id, _, let order, let repeats, _):
                 kinds[id] = .observer
+                if !repeats { invalidated.insert(id) }  // after its first callout
                 if let other = observerOrders[order], other != id { risked.insert(.commonItemsInHashOrder) }
                 observerOrders[order] = id
             case .add(let id, let mode):
