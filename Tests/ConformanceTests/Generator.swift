@@ -16,7 +16,9 @@ import TestSupport
 /// (C51–C53, C56), fire-date moves, wake-ups, stops, signals and invalidations from another
 /// thread (`fromOtherThread`, C75), all in the stop world, where some runs sleep until a helper
 /// sees the thread asleep (`untilAsleep`), so that a wake-up kept where CF drops it shows as one
-/// more pass; and `addCommonMode` of modes that hold nothing yet, followed by `queryModes` (C10).
+/// more pass; `addCommonMode` of modes that hold nothing yet, followed by `queryModes` (C10);
+/// contains and next-timer-fire-date queries anywhere (`QueryGenerator`, C21, C84); and, in some
+/// timer-world seeds, a repeating timer quick enough to be due at every timers step (C78).
 struct ProgramGenerator {
     enum World: Sendable { case timers, stops, ports }
 
