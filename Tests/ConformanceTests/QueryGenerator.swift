@@ -1,8 +1,9 @@
 import TestSupport
 
 /// The contains and next-timer-fire-date queries of random programs (C21, C84), drawn from a
-/// stream of their own: a query changes nothing, so the rest of each program is what its seed
-/// made before the queries existed, with queries in between.
+/// stream of their own: a query changes nothing, so each program is what its seed made before
+/// the queries existed, with queries in between (its tail cut to keep its length), unless an
+/// invalidation is refused below.
 ///
 /// Keeps clear of `KnownDifference.invalidatedItemIsNoCommonItem`: a source or observer asked
 /// about with the pseudo-mode is never invalidated, and one invalidated is never asked so.
