@@ -32,8 +32,12 @@ extension EvBackend {
         library.auditDue = false
         guard library.backendFD >= 0 else { return }
         let embedded = library.embedIO.pointee.fd
-        for fd in Self.descriptorsWatched(byEpoll: library.backendFD) where fd != embedded {
-            let suspect = InternalDescriptors.contains(fd) || Self.anonymousInode(of: fd) == "[signalfd]"
+        let entries = Self.descriptorsWatched(byEpoll: library.backendFD)
+        // Only an anonymous-inode file can be a signalfd: on the device of the embedded epoll set's.
+        let anonymousDevice = entries.first { $0.fd == embedded }?.device
+        for (fd, device) in entries where fd != embedded {
+            let mayBeSignalfd = anonymousDevice == nil || device == nil || device == anonymousDevice
+            let suspect = InternalDescriptors.contains(fd) || mayBeSignalfd && Self.anonymousInode(of: fd) == "[signalfd]"
             guard suspect, Self.epoll(library.backendFD, holdsFileOf: fd) else { continue }
             require(
                 !InternalDescriptors.contains(fd),
@@ -55,9 +59,10 @@ extension EvBackend {
         return false
     }
 
-    /// The descriptors the epoll instance `epoll` watches, from its `/proc/self/fdinfo` entry
-    /// ("tfd: <number> events: …" per descriptor); empty if it cannot be read.
-    static func descriptorsWatched(byEpoll epoll: Int32) -> [Int32] {
+    /// The descriptors the epoll instance `epoll` watches, each with its file's device as the
+    /// kernel writes it (`nil` if absent), from its `/proc/self/fdinfo` entry
+    /// ("tfd: <number> events: … sdev:<hex>" per descriptor); empty if it cannot be read.
+    static func descriptorsWatched(byEpoll epoll: Int32) -> [(fd: Int32, device: UInt64?)] {
         let file = open("/proc/self/fdinfo/\(epoll)", O_RDONLY | O_CLOEXEC)
         guard file >= 0 else { return [] }
         defer { close(file) }
@@ -69,12 +74,20 @@ extension EvBackend {
             guard count > 0 else { break }
             text += chunk[0..<count]
         }
-        var found: [Int32] = []
+        var found: [(fd: Int32, device: UInt64?)] = []
         for line in text.split(separator: UInt8(ascii: "\n")) where line.starts(with: Array("tfd:".utf8)) {
             let digits = line.dropFirst(4).drop { $0 == UInt8(ascii: " ") }.prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
-            if let fd = Int32(String(decoding: digits, as: UTF8.self)) { found.append(fd) }
+            guard let fd = Int32(String(decoding: digits, as: UTF8.self)) else { continue }
+            found.append((fd, fieldValue(line, "sdev:").flatMap { UInt64($0, radix: 16) }))
         }
         return found
+    }
+
+    /// The text after `name` in `line`, up to the next space.
+    private static func fieldValue(_ line: ArraySlice<UInt8>, _ name: String) -> String? {
+        let key = Array(name.utf8)
+        guard let start = line.indices.first(where: { line[$0...].starts(with: key) }) else { return nil }
+        return String(decoding: line[(start + key.count)...].prefix { $0 != UInt8(ascii: " ") }, as: UTF8.self)
     }
 
     /// "[signalfd]", "[eventfd]", "[eventpoll]", … for an anonymous-inode descriptor (what
