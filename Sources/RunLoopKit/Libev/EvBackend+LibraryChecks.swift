@@ -33,7 +33,7 @@ extension EvBackend {
         guard library.backendFD >= 0 else { return }
         let embedded = library.embedIO.pointee.fd
         let entries = Self.descriptorsWatched(byEpoll: library.backendFD)
-        // Only an anonymous-inode file can be a signalfd: on the device of the embedded epoll set's.
+        // Only an anonymous-inode file can be a signalfd; those share the embedded epoll set's device.
         let anonymousDevice = entries.first { $0.fd == embedded }?.device
         for (fd, device) in entries where fd != embedded {
             let mayBeSignalfd = anonymousDevice == nil || device == nil || device == anonymousDevice
