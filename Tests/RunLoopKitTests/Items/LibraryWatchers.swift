@@ -72,6 +72,12 @@ final class LibraryWatcher {
     }
 
     var isActive: Bool { clibev_is_active(watcher) != 0 }
+    var isPending: Bool { clibev_is_pending(watcher) != 0 }
+
+    /// Drops the watcher's pending event (`ev_clear_pending`); returns its events, 0 if none.
+    func clearPending(_ evLoop: OpaquePointer) -> Int32 {
+        ev_clear_pending(evLoop, watcher)
+    }
 
     /// Feeds `events` to the watcher, as a library that has an event for it at hand does.
     func feed(_ evLoop: OpaquePointer, _ events: Int32) {
