@@ -24,7 +24,9 @@
 /// - on the loop's thread, in the version-1 step of an iteration (R20.11, after AfterWaiting),
 ///   all that are pending at once, as one callout of this source: one handled source for
 ///   `returnAfterSourceHandled` (R38), ``EvRunLoop/CalloutKind/libevSource`` in
-///   ``EvRunLoop/metrics`` and stall reports;
+///   ``EvRunLoop/metrics`` and stall reports — even when the events the wait found were dropped
+///   before it (`ev_clear_pending`, a watcher stopped) and no callback runs: libev gives no way
+///   to tell (<doc:LibevLibraries>);
 /// - only while a mode holding an ``EvLibevSource`` of the loop runs (R37): meanwhile the
 ///   libraries' descriptors and timers are not watched, and what became ready waits. Several
 ///   sources of one loop share its libev loop, so they are watched together, while any of
