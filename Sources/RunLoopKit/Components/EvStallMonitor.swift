@@ -50,7 +50,8 @@ public enum EvStallMonitorError: Error, Sendable, Equatable, CustomStringConvert
 /// it wakes at most once per threshold. ``statistics`` counts its wake-ups for benchmarks.
 ///
 /// Limits: a run in a mode the observer is not in (a private mode) is invisible — time spent in
-/// it counts toward the phase it interrupted. Capturing the backtrace sends a signal to the loop's
+/// it counts toward the phase it interrupted; once every observed run has exited, such a run is
+/// idle while it sleeps (as outside every run). Capturing the backtrace sends a signal to the loop's
 /// thread, which cuts a `sleep`/`usleep` in the stalled code short (`EINTR`).
 public final class EvStallMonitor: Sendable {
     /// How much a stack capture tells.

@@ -59,6 +59,9 @@ final class StallMonitorCore: WaitCalloutWatcher {
     private let thresholdNanoseconds: UInt64
 
     private let phaseWord = Atomic<UInt64>(0)
+    /// How many runs were in progress, the exiting one included, when the outermost observed run
+    /// last published Exit: a run at that depth or above that sleeps later is not that run.
+    private let exitDepth = Atomic<Int>(0)
     /// The phase of each run in progress that the observer saw enter, innermost last (loop's
     /// thread only): when a nested run exits, the run it interrupted is in its phase again.
     @exclusivity(unchecked) nonisolated(unsafe) private var runPhases: [Phase] = []
@@ -110,7 +113,7 @@ final class StallMonitorCore: WaitCalloutWatcher {
             _ = runPhases.popLast()
             // A nested run returned into a callout of the run it interrupted: that run's phase
             // goes on from now.
-            if let interrupted = runPhases.last { phase = interrupted }
+            if let interrupted = runPhases.last { phase = interrupted } else { exitDepth.store(loop.runDepth, ordering: .sequentiallyConsistent) }
         default:
             if runPhases.isEmpty { runPhases.append(phase) } else { runPhases[runPhases.count - 1] = phase }
         }
@@ -221,10 +224,14 @@ final class StallMonitorCore: WaitCalloutWatcher {
     /// that phase run, and may stall like any callout.
     private func isIdle(in phase: Phase) -> Bool {
         switch phase {
-        case .none: true
-        case .beforeWaiting: loop.isWaiting
-        case .exit: !loop.isRunning
-        case .entry, .beforeTimers, .beforeSources, .afterWaiting, .calloutInWait: false
+        case .none: return true
+        case .beforeWaiting: return loop.isWaiting
+        // A run that sleeps no deeper than the exited one is another, unobserved run (invisible);
+        // one deeper sleeps inside an Exit observer, which it holds up.
+        case .exit:
+            let depth = loop.runDepth
+            return depth == 0 || (loop.isWaiting && depth <= exitDepth.load(ordering: .sequentiallyConsistent))
+        case .entry, .beforeTimers, .beforeSources, .afterWaiting, .calloutInWait: return false
         }
     }
 
@@ -317,4 +324,9 @@ final class StallMonitorCore: WaitCalloutWatcher {
             return reason
         }
     }
+}
+
+extension EvRunLoop {
+    /// How many runs of this loop are in progress, nested ones included.
+    fileprivate var runDepth: Int { state.withLock { $0.runs.count } }
 }
