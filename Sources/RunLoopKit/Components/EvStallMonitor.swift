@@ -44,8 +44,9 @@ public enum EvStallMonitorError: Error, Sendable, Equatable, CustomStringConvert
 /// ``EvLibevSource``), are reported as phase BeforeWaiting, callout libev source. When a run
 /// nested in a callout exits, the run it interrupted is in its phase again, timed from then.
 ///
-/// Cost: each observer callout reads the clock and does two atomic operations; no lock, no
-/// system call, except one semaphore post when the watchdog is parked. The watchdog parks while
+/// Cost: each observer callout reads the clock and does two atomic operations; no lock (but
+/// Exit's, which takes two, uncontended unless a capture is in flight), no system call, except
+/// one semaphore post when the watchdog is parked. The watchdog parks while
 /// the loop sleeps or sits outside a run, so an idle loop costs no wake-ups; while the loop works
 /// it wakes at most once per threshold. ``statistics`` counts its wake-ups for benchmarks.
 ///
