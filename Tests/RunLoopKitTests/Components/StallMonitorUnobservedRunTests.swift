@@ -46,4 +46,34 @@ import Testing
         monitor.stop()
         monitorBox.set(nil)
     }
+
+    /// The other side: an unobserved run that sleeps inside an Exit observer holds that observer
+    /// up, so the Exit phase stalls.
+    @Test func anUnobservedRunAsleepInsideAnExitObserverIsAStall() throws {
+        let privateMode = EvRunLoop.Mode("ev-private-wait")
+        let configuration = EvStallMonitor.Configuration(
+            threshold: .milliseconds(5), consecutiveThresholds: 3, modes: [.default], backtrace: .none,
+            reportsToStandardError: false, watchdogName: "ev-stall-unobs")
+        let reports = EventLog<EvStallMonitor.Report>()
+        let monitoring = Latch()
+        let (loop, finished) = startLoopThread { loop in
+            _ = monitoring.wait()
+            loop.add(EvObserver(activities: .exit, repeats: false) { _, _ in
+                let current = EvRunLoop.current
+                current.add(keepAliveTimer(), forMode: privateMode)
+                _ = current.run(mode: privateMode, timeout: .seconds(30))
+            }, forMode: .default)
+            loop.add(keepAliveTimer(), forMode: .default)
+            _ = loop.run(mode: .default, timeout: .zero)
+        }
+        let monitor = EvStallMonitor(loop: loop, configuration: configuration) { report in
+            reports.append(report)
+            try? report.loop.perform(inModes: [privateMode], waitUntilDone: false) { EvRunLoop.current.stop() }
+        }
+        try monitor.start()
+        monitoring.open()
+        #expect(finished.wait())
+        monitor.stop()
+        #expect(reports.all.map(\.phase) == [.exit])
+    }
 }
