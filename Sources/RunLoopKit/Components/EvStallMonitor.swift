@@ -82,7 +82,7 @@ public final class EvStallMonitor: Sendable {
         /// signal, or one already handled, is not taken: the reports then say why they have no
         /// backtrace. Once taken, its handler stays for the life of the process.
         public var backtraceSignal: Int32?
-        /// The watchdog thread's name (15 bytes at most are kept).
+        /// The watchdog thread's name (15 bytes at most are kept, cut at a character boundary).
         public var watchdogName: String
 
         /// The usual defaults: 80 ms × 3 in the common modes, symbolicated backtraces, stderr.

@@ -41,7 +41,7 @@ final class EvThreadHandle: Sendable {
     /// Starts a thread running `body`.
     ///
     /// - Parameters:
-    ///   - name: the thread's name as `ps`/`top` show it (truncated to 15 bytes).
+    ///   - name: the thread's name as `ps`/`top` show it (cut to 15 bytes at a character boundary).
     ///   - stackSize: the stack size in bytes; `nil` for the system default.
     /// - Throws: the `errno` of `pthread_create` (`EAGAIN` when the process is out of threads).
     static func spawn(name: String?, stackSize: Int?, _ body: @escaping @Sendable () -> Void) throws(SpawnFailure) -> EvThreadHandle {
@@ -56,7 +56,7 @@ final class EvThreadHandle: Sendable {
             let start = Unmanaged<ThreadStart>.fromOpaque(argument!).takeRetainedValue()
             start.handle.state.withLock { $0.thread = pthread_self() }
             if let name = start.name {
-                var bytes = name.utf8.prefix(15).map { CChar(bitPattern: $0) }
+                var bytes = EvThreadHandle.kernelName(name).utf8.map { CChar(bitPattern: $0) }
                 bytes.append(0)
                 _ = GNUExtensions.setThreadName?(pthread_self(), bytes)
             }
@@ -73,6 +73,14 @@ final class EvThreadHandle: Sendable {
         }
         handle.state.withLock { $0.thread = thread }
         return handle
+    }
+
+    /// `name` as a thread keeps it: 15 bytes at most, cut at a character boundary so that no
+    /// broken UTF-8 sequence reaches `ps`, debuggers or stall reports.
+    static func kernelName(_ name: String) -> Substring {
+        var prefix = Substring(name)
+        while prefix.utf8.count > 15 { prefix.removeLast() }
+        return prefix
     }
 
     /// Whether the calling thread is this thread.

@@ -65,7 +65,7 @@ public final class EvWorkerThread: Sendable {
     /// A worker thread, not yet started.
     ///
     /// - Parameters:
-    ///   - name: the thread's name (visible in `ps -L`, debuggers; truncated to 15 bytes).
+    ///   - name: the thread's name (visible in `ps -L`, debuggers; truncated to 15 bytes, at a character boundary).
     ///   - stackSize: the thread's stack size in bytes; `nil` for the system default.
     public init(name: String? = nil, stackSize: Int? = nil) {
         core = WorkerCore(name: name, stackSize: stackSize)
