@@ -132,9 +132,6 @@ public final class EvLoopGroup: Sendable {
     /// `name-index`, with `name` cut (at a character boundary) so that the whole fits the 15 bytes
     /// a thread name keeps.
     static func threadName(_ name: String, _ index: Int) -> String {
-        let suffix = "-\(index)"
-        var prefix = Substring(name)
-        while prefix.utf8.count + suffix.utf8.count > 15, !prefix.isEmpty { prefix.removeLast() }
-        return prefix + suffix
+        EvThreadHandle.kernelName(name, suffix: "-\(index)")
     }
 }

@@ -75,12 +75,12 @@ final class EvThreadHandle: Sendable {
         return handle
     }
 
-    /// `name` as a thread keeps it: 15 bytes at most, cut at a character boundary so that no
-    /// broken UTF-8 sequence reaches `ps`, debuggers or stall reports.
-    static func kernelName(_ name: String) -> Substring {
+    /// `name`, then `suffix`, as a thread keeps them: 15 bytes at most, `name` cut at a character
+    /// boundary so that no broken UTF-8 sequence reaches `ps`, debuggers or stall reports.
+    static func kernelName(_ name: String, suffix: String = "") -> String {
         var prefix = Substring(name)
-        while prefix.utf8.count > 15 { prefix.removeLast() }
-        return prefix
+        while prefix.utf8.count + suffix.utf8.count > 15, !prefix.isEmpty { prefix.removeLast() }
+        return prefix + suffix
     }
 
     /// Whether the calling thread is this thread.
