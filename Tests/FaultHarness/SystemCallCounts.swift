@@ -1,0 +1,120 @@
+// System calls per operation, counted by rules that never inject.
+import Dispatch
+import FaultInjection
+import Foundation
+import RunLoopKit
+import Synchronization
+
+/// Many descriptors ready at once, handled one per iteration (R38): each costs a few
+/// `epoll_ctl`s (its watch, its report, its re-arm once handled), not one more per iteration it
+/// waits. Before, every pass re-armed every still-unhandled ready entry: about n²/2 calls.
+func manyReadyDescriptorsSystemCalls() {
+    let count = 200
+    let outcome = onNewThread { () -> String in
+        let loop = EvRunLoop.current
+        let handled = Mutex(0)
+        var pipes: [(read: Int32, write: Int32)] = []
+        var sources: [EvFileDescriptorSource] = []
+        for _ in 0..<count {
+            var fds: [Int32] = [0, 0]
+            guard pipe(&fds) == 0 else { return "pipe failed" }
+            let readEnd = fds[0]
+            pipes.append((fds[0], fds[1]))
+            var byte: UInt8 = 1
+            _ = write(fds[1], &byte, 1)
+            sources.append(try! EvFileDescriptorSource(fileDescriptor: readEnd, events: .readable) { _ in
+                var byte: UInt8 = 0
+                if read(readEnd, &byte, 1) == 1 { handled.withLock { $0 += 1 } }
+            })
+        }
+        arm("epoll_ctl:1000000000:EINVAL@thread")
+        for source in sources { loop.add(source, forMode: .default) }
+        run(loop, for: 10) { handled.withLock { $0 } == count }
+        let calls = runloopkit_faults_calls("epoll_ctl")
+        runloopkit_faults_disarm()
+        for source in sources { source.invalidate() }
+        for (readEnd, writeEnd) in pipes { close(readEnd); close(writeEnd) }
+        let done = handled.withLock { $0 }
+        guard done == count else { return "\(done) of \(count) descriptors handled" }
+        return calls <= 5 * count ? "ok \(calls)" : "\(calls) epoll_ctl for \(count) ready descriptors (at most \(5 * count))"
+    }
+    guard outcome.hasPrefix("ok") else { fail(outcome) }
+    print("\(count) ready descriptors: \(outcome.dropFirst(3)) epoll_ctl")
+}
+/// A wake-up cycle makes no system call raw libev would not: 100 cycles of a signalled
+/// version-0 source and a wake-up from another thread, the loop running with no timeout. Each
+/// cycle sleeps once in libev's `epoll_wait` (as `ev_async_send` and `ev_run` would); the poll
+/// after handling the source (R20.9) has no descriptor that could be ready, so it makes none.
+/// With no timer (`timer` false) the loop never calls `timerfd_settime`; with one far-off
+/// timer, once (its deadline never changes). Counted on the loop's thread by rules that never
+/// inject.
+func quietWakeUps(timer: Bool) {
+    let handled = DispatchSemaphore(value: 0)
+    let started = DispatchSemaphore(value: 0)
+    let loopBox = Mutex<EvRunLoop?>(nil)
+    let counts = Mutex<(settime: Int, epollWait: Int)?>(nil)
+    let source = EvSource { handled.signal() }
+    let thread = Thread {
+        let loop = EvRunLoop.current
+        loop.add(source, forMode: .default)
+        if timer { loop.add(EvTimer(after: .seconds(600)) { _ in }, forMode: .default) }
+        loopBox.withLock { $0 = loop }
+        started.signal()
+        arm("timerfd_settime:1000000000:EINVAL@thread;epoll_wait:1000000000:EINVAL@thread")
+        let result = loop.run(mode: .default, timeout: nil)
+        counts.withLock { $0 = (runloopkit_faults_calls("timerfd_settime"), runloopkit_faults_calls("epoll_wait")) }
+        runloopkit_faults_disarm()
+        if result != .stopped { fail("quiet wake-ups: run ended \(result)") }
+    }
+    thread.start()
+    started.wait()
+    let loop = loopBox.withLock { $0! }
+    let cycles = 100
+    for _ in 0..<cycles {
+        while !loop.isWaiting { sched_yield() }
+        source.signal()
+        loop.wakeUp()
+        handled.wait()
+    }
+    while !loop.isWaiting { sched_yield() }
+    loop.stop()
+    while counts.withLock({ $0 }) == nil { usleep(1000) }
+    let (settime, epollWait) = counts.withLock { $0! }
+    let settimeLimit = timer ? 1 : 0
+    // One sleep per cycle, and the last one's before the stop.
+    let epollWaitLimit = cycles + 1
+    guard settime <= settimeLimit, epollWait <= epollWaitLimit else {
+        fail("quiet wake-ups (timer: \(timer)): \(settime) timerfd_settime (at most \(settimeLimit)), \(epollWait) epoll_wait (at most \(epollWaitLimit)) for \(cycles) cycles")
+    }
+    print("quiet wake-ups (timer: \(timer)): \(settime) timerfd_settime, \(epollWait) epoll_wait for \(cycles) cycles")
+}
+
+/// A repeating timer costs per fire the system calls of a kernel timer that repeats by itself:
+/// one `epoll_wait` (the sleep) and one `read` of the timerfd, and no `timerfd_settime` after the
+/// first arming but for wake-ups late by more than a period (the code that re-armed it every
+/// period made 200). 200 fires of a 1 kHz timer, counted on the loop's thread by rules that never
+/// inject.
+func periodicTimerSystemCalls() {
+    let outcome = onNewThread { () -> String in
+        let loop = EvRunLoop.current
+        let fires = Mutex(0)
+        let timer = EvTimer(after: .milliseconds(1), interval: .milliseconds(1)) { timer in
+            if fires.withLock({ $0 += 1; return $0 }) == 200 { timer.invalidate() }
+        }
+        loop.add(timer, forMode: .default)
+        arm("timerfd_settime:1000000000:EINVAL@thread;epoll_wait:1000000000:EINVAL@thread;read:1000000000:EINVAL@thread")
+        let result = loop.run(mode: .default, timeout: .seconds(30))
+        let (settime, epollWait, reads) = (runloopkit_faults_calls("timerfd_settime"), runloopkit_faults_calls("epoll_wait"), runloopkit_faults_calls("read"))
+        runloopkit_faults_disarm()
+        let fired = fires.withLock { $0 }
+        guard result == .finished, fired == 200 else { return "run \(result), \(fired) fires" }
+        // A wake-up late by more than a period, on a loaded machine, may re-arm it: a few.
+        guard settime <= 2 + fired / 10, epollWait <= fired + 2, reads <= fired + 2 else {
+            return "\(settime) timerfd_settime, \(epollWait) epoll_wait, \(reads) read for \(fired) fires"
+        }
+        return "ok: \(settime) timerfd_settime, \(epollWait) epoll_wait, \(reads) read for \(fired) fires"
+    }
+    guard outcome.hasPrefix("ok") else { fail("periodic timer: \(outcome)") }
+    print("periodic timer: \(outcome)")
+}
+
