@@ -14,7 +14,7 @@ extension EvRunLoop {
             // R12: even if it is a common item already, it joins every common mode it left since.
             if mode == .common { state.commonSource1s[ObjectIdentifier(core)] = core }
             attach(core, to: state.expand(mode), &state)
-            if onOwnThread { startSignalWatchers(&state) }
+            if onOwnThread { startSignalWatcher(core, &state) }
             return true
         }
         if added && !onOwnThread { wakeUp() }  // the loop's thread starts the watcher
@@ -70,7 +70,7 @@ extension EvRunLoop {
                 if core.isWatchedPerMode { modeState.watchedSources[id] = core }
                 if case .libev = core.kind { modeState.libevSourceCount += 1 }
             }
-            state.watches.syncedMode = nil
+            state.watches.noteChanged(id)
             notePassViewChanged()
             if sourceState.pendingEvents != 0 {
                 // Ready already: it joins the new modes' queues at its own turn (R38).
@@ -92,7 +92,7 @@ extension EvRunLoop {
             state.existingModeState(mode)?.watchedSources.removeValue(forKey: id)
             if case .libev = core.kind { state.existingModeState(mode)?.libevSourceCount -= 1 }
         }
-        state.watches.syncedMode = nil
+        state.watches.noteChanged(id)
         notePassViewChanged()
         unbindIfUnscheduled(core, &state, &sourceState)
     }
@@ -116,6 +116,7 @@ extension EvRunLoop {
             noteReadinessTaken(&state)
         }
         state.source1s.removeValue(forKey: id)
+        state.watches.noteChanged(id)  // its watcher goes at the next sync
     }
 
     /// Records readiness of a bound source (any thread; a port's send) and wakes the loop if

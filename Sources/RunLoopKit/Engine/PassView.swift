@@ -34,7 +34,7 @@ extension EvRunLoop {
                     changesSeen: changes, hasTimers: modeState.timerCount > 0,
                     timersDueFrom: modeState.timers.topDeadline ?? .distantFuture,
                     hasItems: modeState.sourceCount > 0 || modeState.timerCount > 0,
-                    watchersInStep: state.watches.syncedMode == run.mode)
+                    watchersInStep: state.watches.isInStep(with: run.mode))
             }
         }
         return view

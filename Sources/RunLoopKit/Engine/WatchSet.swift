@@ -6,11 +6,18 @@
 /// runs. Changes made from other threads only mark the set stale; the loop's thread brings the
 /// watchers in step before it next waits (libev is not thread-safe).
 ///
+/// A source that joins or leaves a mode is noted (``noteChanged(_:)``): while the same mode runs,
+/// the next sync looks at the noted sources alone, so a server's connection set-up and tear-down
+/// costs the same with ten connections on the loop as with ten thousand (W19). A mode switch, or
+/// a noted signal source, brings every watcher in step.
+///
 /// The tables are in an object made when the first watcher is, because most loops have no
 /// version-1 source; reading them with none gives empty ones.
 struct WatchSet {
-    /// The mode the started watchers belong to; `nil` forces a resync.
-    var syncedMode: EvRunLoop.Mode?
+    /// The mode the started watchers belong to; `nil` forces a resync of every watcher.
+    private(set) var syncedMode: EvRunLoop.Mode?
+    /// Sources were noted since the last sync (see ``noteChanged(_:)``).
+    private(set) var hasChanges = false
     /// A source left its last mode with readiness not yet handled, which went with it: the
     /// next resync has the watchers report again what is ready (``LoopWaiter/rearmWatchers()``).
     var droppedReadiness = false
@@ -23,6 +30,8 @@ struct WatchSet {
         @exclusivity(unchecked) var tokens: [ObjectIdentifier: Int] = [:]
         @exclusivity(unchecked) var owners: [Int: EvSource1Core] = [:]
         @exclusivity(unchecked) var started: Set<ObjectIdentifier> = []
+        @exclusivity(unchecked) var changed: Set<ObjectIdentifier> = []
+        @exclusivity(unchecked) var sourcesVisited: UInt64 = 0
     }
 
     private mutating func madeTables() -> Tables {
@@ -48,6 +57,49 @@ struct WatchSet {
         get { tables?.started ?? [] }
         _modify { yield &madeTables().started }
     }
+
+    /// How many sources the syncs looked at so far (what a sync costs, for tests: W19).
+    var sourcesVisited: UInt64 {
+        get { tables?.sourcesVisited ?? 0 }
+        _modify { yield &madeTables().sourcesVisited }
+    }
+
+    /// Whether the started watchers are those of `mode`'s sources.
+    @inline(__always)
+    func isInStep(with mode: EvRunLoop.Mode) -> Bool { syncedMode == mode && !hasChanges }
+
+    /// The source `id` joined or left a mode, or the loop: the next sync looks at it. Noted
+    /// sources beyond the watched ones' count (a loop whose thread does not run it meanwhile)
+    /// give way to a resync of every watcher, which then costs no more than they did.
+    mutating func noteChanged(_ id: ObjectIdentifier) {
+        guard syncedMode != nil else { return }
+        let tables = madeTables()
+        guard tables.changed.count < max(64, tables.tokens.count) else { return resyncAll() }
+        tables.changed.insert(id)
+        hasChanges = true
+    }
+
+    /// Every watcher is brought in step at the next sync.
+    mutating func resyncAll() {
+        syncedMode = nil
+        hasChanges = false
+        tables?.changed.removeAll()
+    }
+
+    /// The sources noted since the last sync, forgotten here.
+    mutating func takeChanged() -> Set<ObjectIdentifier> {
+        hasChanges = false
+        guard let tables else { return [] }
+        defer { tables.changed.removeAll(keepingCapacity: true) }
+        return tables.changed
+    }
+
+    /// Every watcher is in step with `mode`.
+    mutating func synced(_ mode: EvRunLoop.Mode) {
+        syncedMode = mode
+        hasChanges = false
+        tables?.changed.removeAll()
+    }
 }
 
 extension EvRunLoop {
@@ -56,8 +108,12 @@ extension EvRunLoop {
     /// of a run finds.
     @inline(__always)
     func syncWatchers(for mode: Mode, _ state: inout LoopState) {
-        guard state.watches.syncedMode != mode else { return }
-        resyncWatchers(for: mode, &state)
+        guard !state.watches.isInStep(with: mode) else { return }
+        if state.watches.syncedMode == mode {
+            syncChangedWatchers(for: mode, &state)
+        } else {
+            resyncWatchers(for: mode, &state)
+        }
     }
 
     private func resyncWatchers(for mode: Mode, _ state: inout LoopState) {
@@ -69,6 +125,7 @@ extension EvRunLoop {
             let inMode = source.state.withLock { $0.modes.contains(mode) }
             signalsWakingMode[signal, default: false] = signalsWakingMode[signal, default: false] || inMode
         }
+        state.watches.sourcesVisited &+= UInt64(wanted.count + state.watches.started.count + state.watches.tokens.count)
         // Caught all the time, but a delivery for another mode's source waits unwoken (R37).
         for (signal, wakes) in signalsWakingMode { waiter.setSignal(signal, wakesLoop: wakes) }
         for id in state.watches.started where wanted[id] == nil {
@@ -83,20 +140,53 @@ extension EvRunLoop {
         for (id, source) in wanted where !state.watches.started.contains(id) {
             startWatcher(id, source, &state)
         }
-        state.watches.syncedMode = mode
+        state.watches.synced(mode)
         notePassViewChanged()  // runs of other modes now find theirs out of step
-        if state.watches.droppedReadiness {
-            state.watches.droppedReadiness = false
-            waiter.rearmWatchers()
-        }
+        rearmIfReadinessDropped(&state)
     }
 
-    /// Starts the watchers of signal sources at once (loop thread), so a signal sent right after
-    /// ``add(_:forMode:)-(EvVersion1Source,_)`` returns is caught, not fatal.
-    func startSignalWatchers(_ state: inout LoopState) {
-        for (id, source) in state.source1s where !state.watches.started.contains(id) {
-            if case .signal = source.kind { startWatcher(id, source, &state) }
+    /// The running mode's watchers were in step but for the noted sources: brings those in step
+    /// alone (W19). A noted signal source needs the signals' wake-ups worked out again, which
+    /// looks at every source: rare (a server adds its signal sources once).
+    private func syncChangedWatchers(for mode: Mode, _ state: inout LoopState) {
+        let changed = state.watches.takeChanged()
+        state.watches.sourcesVisited &+= UInt64(changed.count)
+        let modeState = state.existingModeState(mode)
+        var starting: [(ObjectIdentifier, EvSource1Core)] = []
+        for id in changed {
+            let source = state.source1s[id] ?? state.watches.tokens[id].flatMap { state.watches.owners[$0] }
+            if case .signal = source?.kind { return resyncWatchers(for: mode, &state) }
         }
+        // Stopped and removed first, as a resync does: a new source on the number of a source that
+        // left is then not taken for a watcher of a file since closed.
+        for id in changed {
+            let isBound = state.source1s[id] != nil
+            if modeState?.watchedSources[id] == nil || !isBound, state.watches.started.remove(id) != nil, let token = state.watches.tokens[id] {
+                waiter.stopWatcher(token)
+            }
+            if !isBound, let token = state.watches.tokens.removeValue(forKey: id) {
+                waiter.removeWatcher(token)
+                state.watches.owners.removeValue(forKey: token)
+            }
+            if isBound, let source = modeState?.watchedSources[id], !state.watches.started.contains(id) { starting.append((id, source)) }
+        }
+        for (id, source) in starting { startWatcher(id, source, &state) }
+        notePassViewChanged()  // in step again: polls of this mode need not take the lock
+        rearmIfReadinessDropped(&state)
+    }
+
+    private func rearmIfReadinessDropped(_ state: inout LoopState) {
+        guard state.watches.droppedReadiness else { return }
+        state.watches.droppedReadiness = false
+        waiter.rearmWatchers()
+    }
+
+    /// Starts the watcher of a signal source at once (loop thread), so a signal sent right after
+    /// ``add(_:forMode:)-(EvVersion1Source,_)`` returns is caught, not fatal.
+    func startSignalWatcher(_ source: EvSource1Core, _ state: inout LoopState) {
+        guard case .signal = source.kind else { return }
+        let id = ObjectIdentifier(source)
+        if state.source1s[id] != nil && !state.watches.started.contains(id) { startWatcher(id, source, &state) }
     }
 
     private func startWatcher(_ id: ObjectIdentifier, _ source: EvSource1Core, _ state: inout LoopState) {
