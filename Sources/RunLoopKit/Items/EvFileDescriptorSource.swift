@@ -28,6 +28,13 @@ import Musl
 /// number that became one after the source was made is reported with ``Readiness/error`` when
 /// watched.
 ///
+/// A socket's peer going is not ``Readiness/error``, which means the descriptor itself can no
+/// longer be watched; as with `poll`, end of file (the peer closed or half-closed) makes the
+/// socket readable, and a reset or a failed connect (a hang-up or socket error) readable and
+/// writable: the read, write or `SO_ERROR` that follows says which. The socket then stays ready
+/// at every iteration until its source leaves its modes or the descriptor is closed, so a
+/// handler that meets end of file or an error removes or invalidates its source.
+///
 /// `@unchecked Sendable` as its superclass is: every field is a constant of a `Sendable` type.
 public final class EvFileDescriptorSource: EvVersion1Source, @unchecked Sendable {
     /// What a descriptor is ready for.
@@ -40,7 +47,8 @@ public final class EvFileDescriptorSource: EvVersion1Source, @unchecked Sendable
         /// Writing will not block.
         public static let writable = Readiness(rawValue: EvBackend.writable)
         /// The descriptor failed (closed while watched, say); the source is then invalidated.
-        /// Never together with ``readable`` or ``writable``.
+        /// Never together with ``readable`` or ``writable``, and never for a socket's peer that
+        /// went (end of file, a reset): that is ``readable`` or ``writable``, as `poll` says.
         public static let error = Readiness(rawValue: EvBackend.failed)
     }
 
