@@ -42,9 +42,13 @@ public final class EvFileDescriptorSource: EvVersion1Source, @unchecked Sendable
         public let rawValue: Int32
         /// Readiness from libev's event bits.
         public init(rawValue: Int32) { self.rawValue = rawValue }
-        /// Reading will not block.
+        /// The descriptor was readable when the loop looked. Code that ran since (another
+        /// source's handler on the same descriptor, or another loop watching a shared listening
+        /// socket) may have read what was there, and a read of a blocking descriptor would then
+        /// block the loop: read non-blocking descriptors.
         public static let readable = Readiness(rawValue: EvBackend.readable)
-        /// Writing will not block.
+        /// The descriptor was writable when the loop looked; as for ``readable``, code that ran
+        /// since may have filled it: write non-blocking descriptors.
         public static let writable = Readiness(rawValue: EvBackend.writable)
         /// The descriptor failed (closed while watched, say); the source is then invalidated.
         /// Never together with ``readable`` or ``writable``, and never for a socket's peer that
