@@ -2,22 +2,31 @@ import Synchronization
 
 extension EvRunLoop {
     /// Adds a version-1 source to `mode`, or to every common mode for ``Mode/common`` (R12).
-    /// It is watched while one of its modes runs (R37). Safe from any thread.
+    /// It is watched while one of its modes runs (R37). Safe from any thread: from another
+    /// thread it wakes the loop only if the source joined the mode the loop runs now, or is an
+    /// ``EvSignalSource``.
     ///
     /// - Precondition: the source is not in another run loop; for an ``EvSignalSource``, no
     ///   other run loop watches the same signal.
     public func add(_ source: EvVersion1Source, forMode mode: Mode) {
         let core = source.source1Core
         let onOwnThread = ThreadRegistry.existingLoop() === self
-        let added: Bool = state.withLock { state in
+        let wakes: Bool = state.withLock { state in
             guard !state.isDead, core.isValid else { return false }
             // R12: even if it is a common item already, it joins every common mode it left since.
             if mode == .common { state.commonSource1s[ObjectIdentifier(core)] = core }
             attach(core, to: state.expand(mode), &state)
-            if onOwnThread { startSignalWatcher(core, &state) }
-            return true
+            if onOwnThread {
+                startSignalWatcher(core, &state)
+                return false
+            }
+            // The loop's thread starts the watcher before it next waits; it need not wake for a
+            // mode that does not run (R37), but a signal's deliveries wake it until it does.
+            if case .signal = core.kind { return true }
+            guard let running = state.runs.last?.mode else { return false }
+            return core.state.withLock { $0.modes.contains(running) }
         }
-        if added && !onOwnThread { wakeUp() }  // the loop's thread starts the watcher
+        if wakes { wakeUp() }
     }
 
     /// Removes a version-1 source from `mode` (for ``Mode/common``, from the common items and every

@@ -80,6 +80,38 @@ import TestSupport
         #expect(handledInItsMode == [1])
     }
 
+    /// R37: a descriptor source added from another thread to a mode that is not running is
+    /// watched when that mode runs; adding it does not end the running mode's sleep. Before,
+    /// every such add woke the loop for a pass with nothing to do (a server handing connections
+    /// to a loop's private mode): here the run woke twice, not once.
+    @Test func R37_aDescriptorSourceAddedFromAnotherThreadToAModeNotRunningDoesNotWakeTheLoop() throws {
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        let (readEnd, writeEnd) = (ends[0], ends[1])
+        defer { close(readEnd); close(writeEnd) }
+        let handled = EventLog<EvFileDescriptorSource.Readiness>()
+        let source = try EvFileDescriptorSource(fileDescriptor: readEnd, events: .readable) { handled.append($0) }
+        var byte: UInt8 = 1
+        try #require(write(writeEnd, &byte, 1) == 1)
+        let (wakeUps, inItsMode) = onLoopThread { loop -> (Int, EvRunLoop.RunResult) in
+            let tracking = EvRunLoop.Mode("tracking")
+            loop.add(keepAliveTimer(), forMode: tracking)
+            let afterWaiting = EventLog<EvRunLoop.Activity>()
+            loop.add(activityRecorder(afterWaiting, activities: .afterWaiting), forMode: tracking)
+            let adder = spawnThread {
+                if spinUntil({ loop.isWaiting }) { loop.add(source, forMode: .default) }
+            }
+            _ = loop.run(mode: tracking, timeout: .milliseconds(200))  // its deadline ends the one sleep
+            pthread_join(adder, nil)
+            let inItsMode = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            source.invalidate()
+            return (afterWaiting.count, inItsMode)
+        }
+        #expect(wakeUps == 1)
+        #expect(inItsMode == .handledSource)
+        #expect(handled.all == [.readable])
+    }
+
     @Test func R38_aSourceReadyBeforeItJoinsAModeTakesItsTurnThere() {
         let received = EventLog<String>()
         let early = EvMessagePort<Int> { _ in received.append("early") }
