@@ -126,6 +126,7 @@ extension EvRunLoop {
         }
         state.source1s.removeValue(forKey: id)
         state.watches.noteChanged(id)  // its watcher goes at the next sync
+        notePassViewChanged()
     }
 
     /// Records readiness of a bound source (any thread; a port's send) and wakes the loop if
