@@ -146,11 +146,11 @@ public final class EvFrameTicker: Sendable {
         let timer: EvTimer = state.withLock { state in
             require(state.isValid, "EvFrameTicker.add(to:forModes:): the ticker was invalidated")
             require(state.grid == nil, "EvFrameTicker.add(to:forModes:): the ticker was already added to a loop")
-            let grid = Grid(start: .now, interval: interval)
+            let grid = Grid(start: Self.now(), interval: interval)
             // Added paused: parked far away until resumed (see isPaused).
             let firstDate = state.isPaused ? grid.start.advanced(by: Self.parkedDelay) : grid.time(ofFrame: 1)
-            let timer = EvTimer(fireAt: firstDate, interval: interval) { [weak self] timer in
-                self?.tick(timer)
+            let timer = EvTimer(fireAt: firstDate, interval: interval) { [weak self] _ in
+                self?.tick()
             }
             state.grid = grid
             state.timer = timer
@@ -192,8 +192,9 @@ public final class EvFrameTicker: Sendable {
                     return (nil, nil)
                 }
                 state.isPaused = newValue
-                if newValue { return (state.timer, ContinuousClock.now.advanced(by: Self.parkedDelay)) }
-                state.lastIndex = grid.frameIndex(at: .now)
+                if newValue { return (state.timer, Self.now().advanced(by: Self.parkedDelay)) }
+                // Never back: a frame already delivered is never delivered again.
+                state.lastIndex = max(state.lastIndex, grid.frameIndex(at: Self.now()))
                 state.windowStartIndex = state.lastIndex
                 state.windowFrames = 0
                 return (state.timer, grid.time(ofFrame: state.lastIndex + 1))
@@ -216,15 +217,19 @@ public final class EvFrameTicker: Sendable {
         timer?.invalidate()
     }
 
+    /// The clock the loop fires timers by, as an instant: a frame's slot has passed on it when
+    /// the ticker's timer fires, with no rounding between the two clocks.
+    private static func now() -> ContinuousClock.Instant { MonotonicTime.now().instant }
+
     /// The timer's handler, on the loop's thread.
-    private func tick(_ timer: EvTimer) {
-        let now = ContinuousClock.now
-        let firedDate = timer.fireDate  // inside the callout: the date being fired
+    ///
+    /// The frame is the newest one due now, not the one the timer's date names: another thread
+    /// pausing or resuming re-dates the timer meanwhile, to a slot not yet due or a year ahead.
+    private func tick() {
+        let now = Self.now()
         let frame: Frame? = state.withLock { state in
             guard state.isValid, !state.isPaused, let grid = state.grid else { return nil }
-            // The timer's dates are the grid's, so rounding to the nearest slot is exact.
-            let fired = grid.frameIndex(at: firedDate.advanced(by: interval / 2))
-            let current = max(fired, grid.frameIndex(at: now))
+            let current = grid.frameIndex(at: now)
             guard current > state.lastIndex else { return nil }
             let dropped = Int(current - state.lastIndex - 1)
             state.lastIndex = current
