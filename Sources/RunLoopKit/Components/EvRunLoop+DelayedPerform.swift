@@ -29,6 +29,11 @@ public final class EvDelayedPerform: Sendable {
     }
 
     /// Where the request is in its life. Safe from any thread.
+    ///
+    /// A request reaches ``State/performed``, ``State/cancelled`` or ``State/loopExited`` only
+    /// once its block and target have been released: until then it still reads as it was
+    /// (``State/running``, or ``State/pending`` while another thread cancels it or its loop's
+    /// thread ends it).
     public var state: State { core.state }
 
     /// Cancels the request if its block has not started: its timer leaves every mode (so it no
@@ -37,12 +42,13 @@ public final class EvDelayedPerform: Sendable {
     /// - Thread: any. From the loop's own thread the answer is exact; from another thread a
     ///   block that has already started is not interrupted (the call then returns `false`).
     /// - Returns: `true` if this call cancelled it; `false` if it had already run, started or
-    ///   been cancelled, or its loop's thread had exited.
+    ///   been cancelled, or its loop's thread had exited (or another thread is cancelling it, or
+    ///   its loop's thread is ending it, at this moment).
     @discardableResult
     public func cancel() -> Bool {
         guard core.claim(.cancelled) else { return false }
         timer.invalidate()
-        core.finish()
+        core.finish(as: .cancelled)
         return true
     }
 }
@@ -83,7 +89,7 @@ extension EvRunLoop {
         // R4: a loop whose thread exits drops its timers; the exit hook then ends the request.
         // Registering fails only on a dead loop, where the timer could never be added either.
         guard core.watchExit(of: self) else {
-            core.finish()
+            core.finish(as: .loopExited)
             throw .loopExited
         }
         for mode in modes { add(timer, forMode: mode) }
@@ -108,6 +114,9 @@ extension EvRunLoop {
 final class DelayedPerformCore: Sendable {
     private static let pending: UInt8 = 0, running: UInt8 = 1, performed: UInt8 = 2, cancelled: UInt8 = 3
     private static let loopExited: UInt8 = 4
+    /// Claimed by a cancel or the loop's exit, releasing its block and target: still pending to
+    /// an observer, so that one who sees the end also sees them released.
+    private static let ending: UInt8 = 5
     private let phase = Atomic<UInt8>(DelayedPerformCore.pending)
     private let payload: Locked<(block: (@Sendable () -> Void)?, target: (any AnyObject & Sendable)?)>
     /// The hook that ends the request if the loop's thread exits first; removed once it is done.
@@ -125,7 +134,7 @@ final class DelayedPerformCore: Sendable {
 
     var state: EvDelayedPerform.State {
         switch phase.load(ordering: .acquiring) {
-        case Self.pending: .pending
+        case Self.pending, Self.ending: .pending
         case Self.running: .running
         case Self.performed: .performed
         case Self.loopExited: .loopExited
@@ -133,14 +142,11 @@ final class DelayedPerformCore: Sendable {
         }
     }
 
-    /// Moves a pending request to `state` (`.running`, `.cancelled` or `.loopExited`); exactly
-    /// one of fire, cancel and the loop's exit wins.
+    /// Takes a pending request for `state` (`.running`, `.cancelled` or `.loopExited`); exactly
+    /// one of fire, cancel and the loop's exit wins. Only `.running` shows at once; the others
+    /// show once ``finish(as:)`` has released the block and target.
     func claim(_ state: EvDelayedPerform.State) -> Bool {
-        let next = switch state {
-        case .cancelled: Self.cancelled
-        case .loopExited: Self.loopExited
-        default: Self.running
-        }
+        let next = state == .running ? Self.running : Self.ending
         return phase.compareExchange(expected: Self.pending, desired: next, ordering: .acquiringAndReleasing).exchanged
     }
 
@@ -150,7 +156,7 @@ final class DelayedPerformCore: Sendable {
         // The hook holds this core, not the request: the loop keeps no timer alive (R4).
         let id = loop.addExitHook { [self] in
             guard claim(.loopExited) else { return }
-            finish()
+            finish(as: .loopExited)
         }
         guard let id else { return false }
         exitHook.withLock { $0 = (loop, id) }
@@ -161,19 +167,36 @@ final class DelayedPerformCore: Sendable {
     func fire() {
         guard claim(.running) else { return }
         DelayedPerformRegistry.remove(self)
+        runBlock()
+        finish(as: .performed)
+    }
+
+    /// Runs the block; the copy taken for the call is released when this returns.
+    @inline(never)
+    private func runBlock() {
         let block = payload.withLock { $0.block }
         block?()
-        phase.store(Self.performed, ordering: .releasing)
-        finish()
     }
 
     /// Once the request is done (run, cancelled, or dropped with its loop): leaves the registry,
-    /// forgets the exit hook, and drops the block and the target.
-    func finish() {
+    /// forgets the exit hook, drops the block and the target, and only then shows `state`.
+    func finish(as state: EvDelayedPerform.State) {
         DelayedPerformRegistry.remove(self)
         if let hook = exitHook.withLock({ hook in defer { hook = nil }; return hook }) {
             hook.loop.removeExitHook(hook.id)
         }
+        dropPayload()
+        let final = switch state {
+        case .cancelled: Self.cancelled
+        case .loopExited: Self.loopExited
+        default: Self.performed
+        }
+        phase.store(final, ordering: .releasing)
+    }
+
+    /// Releases the block and the target, whose deinits have run when this returns.
+    @inline(never)
+    private func dropPayload() {
         let released = payload.withLock { payload in defer { payload = (nil, nil) }; return payload }
         withExtendedLifetime(released) {}  // a target's deinit runs with no lock held
     }
