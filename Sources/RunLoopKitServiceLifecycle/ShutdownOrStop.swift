@@ -5,8 +5,8 @@ import ServiceLifecycle
 /// graceful shutdown, the task's cancellation, or `waitUntilStopped` returns (someone else
 /// stopped the threads); then calls `stop`, and returns once it has.
 ///
-/// The stop is made inside the task group: its child waiting for the threads to stop ends only
-/// once they have, and the group's scope waits for every child.
+/// The stop is awaited in full: `stop` returns once the threads' loops are torn down, however
+/// cancelled the task is, while the child waiting for them ends at the group's cancellation.
 func runUntilShutdownOrStopped(
     waitUntilStopped: @escaping @Sendable () async -> Void, stop: () async -> Void
 ) async {

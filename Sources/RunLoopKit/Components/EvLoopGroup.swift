@@ -107,19 +107,25 @@ public final class EvLoopGroup: Sendable {
     /// block): they finish exiting on their own, joined from a dispatch queue; a later
     /// ``stop(waitUntilExited:)`` waits until they are gone. Stopping twice waits as the first stop does.
     ///
+    /// A cancellation of the task does not cut it short: it returns once the loops are torn down.
+    ///
     /// - Thread: any task. A job on one of the group's loops suspends while the loops end, and
     ///   goes on as after ``EvWorkerThread/stop()``.
     public func stop() async {
         Self.stop(workers, waitUntilExited: false)
-        await waitUntilStopped()
+        for loop in loops { await loop.untilTornDown() }
     }
 
     /// Suspends until every loop of the group has been torn down on its thread, whoever stopped
     /// the group; at once if they are.
     ///
+    /// Returns early, without throwing, if the task is cancelled, as
+    /// ``EvRunLoop/waitUntilStopped()`` does: check `Task.isCancelled` to tell. The group goes on
+    /// running.
+    ///
     /// - Thread: any task; a job on one of the group's loops goes on as after ``stop()``.
     public func waitUntilStopped() async {
-        for loop in loops { await loop.untilTornDown() }
+        for loop in loops { await loop.untilTornDownOrCancelled() }
     }
 
     /// Asks every worker to stop first, so that they wind down together, then joins them.

@@ -61,24 +61,40 @@ extension EvRunLoop {
     /// Suspends until a run of this loop returns ``RunResult/stopped`` (after ``stop()``), or at
     /// once if the loop's thread has already exited. The runs that
     /// ``run(mode:until:orUntil:)`` ends itself, once its condition holds, do not count.
+    ///
+    /// Returns early, without throwing, if the task is cancelled (at once if it already is), as
+    /// an `AsyncStream`'s iteration ends: a wait has nothing to undo, and a cancelled task must
+    /// not hold up its parent (a task group, a service group's shutdown) until someone stops the
+    /// loop. Check `Task.isCancelled` to tell a cancellation from a stop. The wait is forgotten
+    /// then: the loop keeps nothing of it.
     public func waitUntilStopped() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let registered = state.withLock { state in
-                guard !state.isDead else { return false }
-                state.madeWaiters().stopWaiters.append(continuation)
-                return true
+        let id = Self.nextStopWaiterID.wrappingAdd(1, ordering: .relaxed).oldValue
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let registered = state.withLock { state in
+                    // Under the lock the handler below takes: either it finds the wait, or the
+                    // wait sees the cancellation.
+                    guard !state.isDead, !Task.isCancelled else { return false }
+                    state.madeWaiters().stopWaiters[id] = continuation
+                    return true
+                }
+                if !registered { continuation.resume() }
             }
-            if !registered { continuation.resume() }
+        } onCancel: {
+            state.withLock { $0.waiters?.stopWaiters.removeValue(forKey: id) }?.resume()
         }
     }
 
+    /// Tells the waits of ``waitUntilStopped()`` apart, so that a cancelled one can leave.
+    private static let nextStopWaiterID = Atomic<UInt64>(0)
+
     /// Resumes everyone waiting in ``waitUntilStopped()``.
     func resumeStopWaiters() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            guard let waiters = state.waiters else { return [] }
-            defer { waiters.stopWaiters = [] }
+        let waiters = state.withLock { state -> [UInt64: CheckedContinuation<Void, Never>] in
+            guard let waiters = state.waiters else { return [:] }
+            defer { waiters.stopWaiters = [:] }
             return waiters.stopWaiters
         }
-        for waiter in waiters { waiter.resume() }
+        for waiter in waiters.values { waiter.resume() }
     }
 }

@@ -54,9 +54,33 @@ extension EvRunLoop {
     }
 
     /// Suspends until this loop's thread has exited and its teardown is over; at once if it is.
+    /// Cancellation does not end it: a stop awaits its teardown whatever happens to its task.
     func untilTornDown() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             if addExitHook({ continuation.resume() }) == nil { continuation.resume() }
+        }
+    }
+
+    /// ``untilTornDown()``, or until the task is cancelled (at once if it is), whichever comes
+    /// first; a cancelled wait removes its hook.
+    func untilTornDownOrCancelled() async {
+        let hookID = Locked<ExitHookID?>(nil)
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let added = state.withLock { state in
+                    // Under the lock the handler below takes: either it finds the hook, or the
+                    // wait sees the cancellation.
+                    let waiters = state.madeWaiters()
+                    guard !waiters.exitHooks.isClosed, !Task.isCancelled else { return false }
+                    let id = waiters.exitHooks.add { continuation.resume() }
+                    hookID.withLock { $0 = id }
+                    return true
+                }
+                if !added { continuation.resume() }
+            }
+        } onCancel: {
+            let hook = state.withLock { state in hookID.withLock { $0 }.flatMap { state.waiters?.exitHooks.remove($0) } }
+            hook?()
         }
     }
 

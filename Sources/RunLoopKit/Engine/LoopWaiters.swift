@@ -5,8 +5,8 @@
 /// `@unchecked Sendable`: read and written only under the owning loop's lock, like the
 /// ``LoopState`` that holds it.
 final class LoopWaiters: @unchecked Sendable {
-    /// Tasks waiting in ``EvRunLoop/waitUntilStopped()``.
-    var stopWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Tasks waiting in ``EvRunLoop/waitUntilStopped()``, by wait: a cancelled one leaves.
+    var stopWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     /// What to do when the owning thread exits (see ``EvRunLoop/addExitHook(_:)``).
     var exitHooks = EvRunLoop.ExitHooks()
 }
