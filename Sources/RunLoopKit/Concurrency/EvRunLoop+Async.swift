@@ -49,6 +49,7 @@ extension EvRunLoop {
         let timer = EvTimer(after: interval, interval: interval, tolerance: tolerance) { timer in
             continuation.yield(timer.fireDate)
         }
+        // Safe after the hook: a stream the exit finished first still calls it when its last copy goes.
         continuation.onTermination = { _ in
             timer.invalidate()
             self.removeExitHook(exitHook)

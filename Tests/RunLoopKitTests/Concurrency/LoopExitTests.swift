@@ -36,6 +36,29 @@ import Testing
         #expect(await ends(stream), "ticks(every:) kept waiting after the loop's thread exited")
     }
 
+    /// What `ticks(every:)` relies on should its loop's thread exit, finishing the stream, before
+    /// the stream's termination handler is set: the handler still runs once the stream's last copy
+    /// goes, and releases what it holds (the timer, and through it the continuation).
+    @Test func aStreamFinishedBeforeItsTerminationHandlerWasSetStillRunsItWhenDropped() {
+        final class Held: Sendable {}
+        let calls = EventLog<String>()
+        weak var held: Held?
+        do {
+            let (stream, continuation) = AsyncStream<Int>.makeStream()
+            continuation.finish()
+            let object = Held()
+            held = object
+            continuation.onTermination = { termination in
+                withExtendedLifetime(object) {}
+                calls.append("\(termination)")
+                _ = continuation  // a cycle through the stream's storage, as the timer's block makes
+            }
+            withExtendedLifetime(stream) { #expect(calls.all.isEmpty) }  // not while a copy lives
+        }
+        #expect(calls.all == ["cancelled"])
+        #expect(held == nil)
+    }
+
     @Test func ticksOfALoopWhoseThreadHasExitedEndAtOnce() async {
         let (loop, finished) = startLoopThread { _ in }
         #expect(finished.wait())
