@@ -213,22 +213,27 @@ public final class EvRunLoop: Sendable {
     /// Adds `mode` to the loop's common modes; every item already added to ``Mode/common`` is
     /// added to it at once (R11, R13). Adding it twice does nothing. As in CF, the mode comes into
     /// existence (``allModes`` lists it) only when a common item joins it, now or later (C10).
-    /// Safe from any thread.
+    /// Safe from any thread: from another thread it wakes the loop only if version-1 sources
+    /// joined the mode the loop runs now, or one of them is an ``EvSignalSource``.
     ///
     /// - Precondition: `mode` is not ``Mode/common``.
     public func addCommonMode(_ mode: Mode) {
         require(mode != .common, "EvRunLoop.addCommonMode(_:): .common is the pseudo-mode itself, not a mode")
-        let (scheduled, version1SourcesJoined): ([(EvSource, Mode)], Bool) = state.withLock { state in
+        let (scheduled, wakes): ([(EvSource, Mode)], Bool) = state.withLock { state in
             guard !state.isDead, mode != .default, !state.otherCommonModes.contains(mode) else { return ([], false) }
             state.otherCommonModes.append(mode)
             for timer in state.commonTimers.values { attach(timer, to: [mode], &state) }
             for (_, observer) in state.commonObservers { attach(observer, to: [mode], &state) }
             for core in state.commonSource1s.values { attach(core, to: [mode], &state) }
             let scheduled = state.commonSources.values.flatMap { source in attach(source, to: [mode], &state).map { (source, $0) } }
-            return (scheduled, !state.commonSource1s.isEmpty)
+            // As in add(_:forMode:): the loop's thread starts the joining sources' watchers, and
+            // wakes for that only if they joined the mode it runs (R37) or one is a signal's.
+            let wakes = !state.commonSource1s.isEmpty && (state.runs.last?.mode == mode || state.commonSource1s.values.contains {
+                if case .signal = $0.kind { true } else { false }
+            })
+            return (scheduled, wakes)
         }
-        // As in add(_:forMode:): the loop's thread starts the watchers of the joining sources.
-        if version1SourcesJoined && ThreadRegistry.existingLoop() !== self { wakeUp() }
+        if wakes && ThreadRegistry.existingLoop() !== self { wakeUp() }
         for (source, mode) in scheduled { Callout.sourceSchedule(source, self, mode) }
     }
 

@@ -112,6 +112,40 @@ import TestSupport
         #expect(handled.all == [.readable])
     }
 
+    /// R37, as above for a mode made common from another thread: the common descriptor source
+    /// joins that mode, which is not running, and the running mode sleeps on; the source is served
+    /// once its new mode runs. Before, making the mode common woke the loop for nothing.
+    @Test func R37_aModeMadeCommonFromAnotherThreadWhileAnotherRunsDoesNotWakeTheLoop() throws {
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        let (readEnd, writeEnd) = (ends[0], ends[1])
+        defer { close(readEnd); close(writeEnd) }
+        let handled = EventLog<EvFileDescriptorSource.Readiness>()
+        let source = try EvFileDescriptorSource(fileDescriptor: readEnd, events: .readable) { handled.append($0) }
+        var byte: UInt8 = 1
+        try #require(write(writeEnd, &byte, 1) == 1)
+        let other = EvRunLoop.Mode("other")
+        let (wakeUps, inItsMode) = onLoopThread { loop -> (Int, EvRunLoop.RunResult) in
+            let tracking = EvRunLoop.Mode("tracking")
+            loop.add(source, forMode: .common)
+            loop.add(keepAliveTimer(), forMode: tracking)
+            let afterWaiting = EventLog<EvRunLoop.Activity>()
+            loop.add(activityRecorder(afterWaiting, activities: .afterWaiting), forMode: tracking)
+            let maker = spawnThread {
+                if spinUntil({ loop.isWaiting }) { loop.addCommonMode(other) }
+            }
+            _ = loop.run(mode: tracking, timeout: .milliseconds(200))  // its deadline ends the one sleep
+            pthread_join(maker, nil)
+            loop.remove(source, forMode: .default)  // served in the new common mode, not before it
+            let inItsMode = loop.run(mode: other, timeout: .seconds(30), returnAfterSourceHandled: true)
+            source.invalidate()
+            return (afterWaiting.count, inItsMode)
+        }
+        #expect(wakeUps == 1)
+        #expect(inItsMode == .handledSource)
+        #expect(handled.all == [.readable])
+    }
+
     @Test func R38_aSourceReadyBeforeItJoinsAModeTakesItsTurnThere() {
         let received = EventLog<String>()
         let early = EvMessagePort<Int> { _ in received.append("early") }
