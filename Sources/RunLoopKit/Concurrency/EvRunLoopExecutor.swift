@@ -19,6 +19,11 @@ import Dispatch
 /// do. Jobs only run while the loop runs a common mode. A run nested in a job (an actor's method
 /// that runs the loop) runs no other job of the loop's executors until that job returns.
 ///
+/// The loop's thread is the executor's context whatever runs on it: in a timer's handler, an
+/// observer or a perform-block as in the executor's jobs, `assumeIsolated` on a pinned actor
+/// passes, and so does a cast through a conformance isolated to a global actor pinned to the loop
+/// (``isIsolatingCurrentContext()``).
+///
 /// Once the loop's thread has exited (R4), jobs sent to it — and jobs it dropped with its
 /// thread — run one at a time on a serial dispatch queue instead, off the loop's thread: an
 /// `await` on a pinned actor returns rather than waiting forever. That queue is one for the
@@ -103,6 +108,27 @@ public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
         other.loop === loop
     }
 
+    /// `true` when the caller runs in the executor's context: on the loop's thread, in a job or a
+    /// plain callout (a timer, a source, an observer, a block) alike — or, once the loop's thread
+    /// has exited, on the queue that runs its jobs instead. Otherwise `nil`, not `false`.
+    ///
+    /// The runtime asks this first wherever it checks isolation. Where the check may not stop the
+    /// program (the cast to a protocol through a conformance isolated to a global actor pinned to
+    /// the loop), `nil` counts as not isolated; where it stops the program (`assumeIsolated`,
+    /// `preconditionIsolated`), `nil` leads the runtime on to ``checkIsolated()``, whose message
+    /// names the loop's thread.
+    public func isIsolatingCurrentContext() -> Bool? {
+        runsJobsOnCallingThread ? true : nil
+    }
+
+    /// Whether the calling thread is where the executor's jobs run now (``isIsolatingCurrentContext()``).
+    private var runsJobsOnCallingThread: Bool {
+        // The exiting thread still owns the loop during its teardown, while the stand-in queue
+        // may already run the jobs the teardown handed on.
+        if ThreadRegistry.isOwnedByCallingThread(loop) { return !loop.threadHasExited }
+        return Self.isOnStandInQueue && loop.threadHasExited
+    }
+
     /// Stops with a message unless called on the loop's thread (for `assumeIsolated`) — or, once
     /// the loop's thread has exited, on the queue that runs its jobs instead.
     public func checkIsolated() {
@@ -147,5 +173,9 @@ final class EvRunLoopIsolation: SerialExecutor, @unchecked Sendable {
 
     func checkIsolated() {
         owner.checkIsolated()
+    }
+
+    func isIsolatingCurrentContext() -> Bool? {
+        owner.isIsolatingCurrentContext()
     }
 }
