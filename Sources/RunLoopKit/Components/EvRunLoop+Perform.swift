@@ -51,8 +51,7 @@ extension EvRunLoop {
             }
             return
         }
-        guard enqueueBlock(inModes: modes, block) else { throw .loopExited }
-        wakeUp()
+        guard enqueueAndWake(.block(block), inModes: modes) else { throw .loopExited }
     }
 
     /// Runs `work` on this loop's thread in one of `modes` and returns at once (fire-and-forget):
@@ -71,8 +70,7 @@ extension EvRunLoop {
     /// - Precondition: `modes` is not empty.
     public func execute(inModes modes: [Mode] = [.common], _ work: @escaping @Sendable () -> Void) throws(EvPerformError) {
         require(!modes.isEmpty, "EvRunLoop.execute(inModes:_:): modes must not be empty")
-        guard enqueueBlock(inModes: modes, work) else { throw .loopExited }
-        wakeUp()
+        guard enqueueAndWake(.block(work), inModes: modes) else { throw .loopExited }
     }
 
     /// Runs `body` on this loop's thread in one of `modes` and returns its value, or rethrows
@@ -91,8 +89,7 @@ extension EvRunLoop {
         require(!modes.isEmpty, "EvRunLoop.performAndWait(inModes:_:): modes must not be empty")
         if ThreadRegistry.isOwnedByCallingThread(self) { return try body() }
         let completion = PerformCompletion<T>()
-        guard enqueueBlock(inModes: modes, completion.block(body)) else { throw EvPerformError.loopExited }
-        wakeUp()
+        guard enqueueAndWake(.block(completion.block(body)), inModes: modes) else { throw EvPerformError.loopExited }
         return try completion.wait().get()
     }
 

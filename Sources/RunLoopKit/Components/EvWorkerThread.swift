@@ -288,7 +288,7 @@ final class WorkerCore: Sendable {
             case .stopping, .stopped: throw .stopped
             case .running:
                 // Scheduled under the worker's lock, so it is ordered before any stop's final block.
-                shared.loop!.perform(inModes: [.common], work)
+                _ = shared.loop!.enqueue(.block(work), inModes: [.common], woken: true)
                 return shared.loop!
             }
         }
@@ -311,7 +311,7 @@ final class WorkerCore: Sendable {
                     shared.state = .stopping
                     let loop = shared.loop!
                     let keepAlive = shared.keepAlive
-                    loop.perform(inModes: [.common]) { [self] in finish(loop, keepAlive) }
+                    _ = loop.enqueue(.block { [self] in finish(loop, keepAlive) }, inModes: [.common], woken: true)
                     return .done(shared.thread, loop, stoppedNow: true)
                 case .stopping, .stopped:
                     return .done(shared.thread, shared.startedLoop, stoppedNow: false)

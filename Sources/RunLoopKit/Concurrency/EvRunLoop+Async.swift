@@ -22,7 +22,7 @@ extension EvRunLoop {
         return try await withCheckedThrowingContinuation { continuation in
             // A block the loop refuses (its thread has exited) or drops with its thread is
             // released unrun: its sentinel then resumes the task with loopExited.
-            if enqueueBlock(inModes: modes, AsyncCompletion(continuation).block(body)) { wakeUp() }
+            _ = enqueueAndWake(.block(AsyncCompletion(continuation).block(body)), inModes: modes)
         }
     }
 

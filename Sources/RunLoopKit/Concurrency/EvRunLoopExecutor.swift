@@ -73,9 +73,7 @@ public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
     func enqueue(_ job: UnownedJob, isolated: Bool) {
         // The job itself is queued, with no closure around it. A job the loop refuses (its thread
         // has exited) or drops with its thread (BlockQueue.Work.dropped) runs on the stand-in queue.
-        if loop.enqueue(isolated ? .isolatedJob(job, self) : .taskJob(job, self), inModes: [.common]) {
-            loop.wakeUp()
-        } else {
+        if !loop.enqueueAndWake(isolated ? .isolatedJob(job, self) : .taskJob(job, self), inModes: [.common]) {
             runOrphaned(job, isolated: isolated)
         }
     }

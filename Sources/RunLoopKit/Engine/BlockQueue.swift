@@ -70,6 +70,8 @@ struct BlockQueue {
         let work: Work
         /// Set when the block was queued for several modes.
         let claim: Claim?
+        /// Queued by a call that wakes the loop for it (``EvRunLoop/enqueueAndWake(_:inModes:)``).
+        let isWoken: Bool
     }
 
     /// The blocks queued for one mode, in sequence order.
@@ -80,11 +82,27 @@ struct BlockQueue {
         /// Entries with a ``Claim`` (claimed or not): when there are none, the lane is taken
         /// whole, with no look at its entries.
         var shared = 0
+        /// Live entries queued with a wake-up, executor jobs among them (``jobs``).
+        var woken = 0
+        /// Live executor jobs (all in the common lane).
+        var jobs = 0
 
         mutating func append(_ entry: consuming Entry) {
             if entry.claim != nil { shared += 1 }
-            live += 1
+            count(entry, 1)
             entries.append(entry)
+        }
+
+        /// Counts `entry` in (`sign` 1) or out (-1) of the live entries.
+        mutating func count(_ entry: borrowing Entry, _ sign: Int) {
+            live += sign
+            if entry.isWoken { woken += sign }
+            if entry.work.isJob { jobs += sign }
+        }
+
+        /// Whether a live entry queued with a wake-up waits here; jobs count unless held back.
+        func hasWoken(jobsHeldBack: Bool) -> Bool {
+            woken > (jobsHeldBack ? jobs : 0)
         }
     }
 
@@ -98,6 +116,8 @@ struct BlockQueue {
     static let spareCapacityLimit = 256
     /// Blocks queued and not yet taken (a block for several modes counts once).
     private(set) var pendingCount = 0
+    /// Of those, the ones queued with a wake-up.
+    private(set) var wokenCount = 0
 
     /// Set when the loop's thread exits: blocks sent afterwards are dropped, as CF does.
     private(set) var isClosed = false
@@ -114,17 +134,18 @@ struct BlockQueue {
     /// Whether a block that may run in the default mode (for `.default` or `.common`) is pending.
     var hasDefaultBlocks: Bool { common.live > 0 || defaultLane.live > 0 }
 
-    /// Queues `work` for `modes` (no mode twice); false (and nothing is kept) once the queue is
-    /// closed.
-    mutating func append(_ work: consuming Work, modes: [EvRunLoop.Mode]) -> Bool {
+    /// Queues `work` for `modes` (no mode twice), `woken` when the caller wakes the loop for it;
+    /// false (and nothing is kept) once the queue is closed.
+    mutating func append(_ work: consuming Work, modes: [EvRunLoop.Mode], woken: Bool) -> Bool {
         guard !isClosed else { return false }
         let sequence = nextSequence
         nextSequence += 1
         pendingCount += 1
+        if woken { wokenCount += 1 }
         guard modes.count > 1 else {
             // The usual case: one mode, no claim, and for `.common` or `.default` no hashing.
             let mode = modes[0]
-            let entry = Entry(sequence: sequence, work: work, claim: nil)
+            let entry = Entry(sequence: sequence, work: work, claim: nil, isWoken: woken)
             if mode == .common {
                 common.append(entry)
             } else if mode == .default {
@@ -134,7 +155,7 @@ struct BlockQueue {
             }
             return true
         }
-        let entry = Entry(sequence: sequence, work: work, claim: Claim(modes))
+        let entry = Entry(sequence: sequence, work: work, claim: Claim(modes), isWoken: woken)
         for mode in modes { withLane(mode) { $0.append(entry) } }
         return true
     }
@@ -154,7 +175,17 @@ struct BlockQueue {
         defaultLane = Lane()
         named = [:]
         pendingCount = 0
+        wokenCount = 0
         return works
+    }
+
+    /// Whether a block queued with a wake-up may run in `mode` now: its own, or a `.common` one
+    /// while `mode` is common; executor jobs only when not `jobsHeldBack` (``keepJobsQueued(_:)``).
+    func hasWokenBlocks(for mode: EvRunLoop.Mode, isCommon: Bool, jobsHeldBack: Bool) -> Bool {
+        if isCommon && common.hasWoken(jobsHeldBack: jobsHeldBack) { return true }
+        if mode == .common { return false }
+        if mode == .default { return defaultLane.hasWoken(jobsHeldBack: jobsHeldBack) }
+        return named[ModeKey(mode)]?.hasWoken(jobsHeldBack: jobsHeldBack) ?? false
     }
 
     /// R16/R57: a block for `mode`, or for `.common` while `mode` is common, is pending.
@@ -182,9 +213,10 @@ struct BlockQueue {
         var lane = Lane(entries: Array(entries[start..<end]))
         lane.live = lane.entries.count
         lane.shared = lane.entries.count { $0.claim != nil }
+        lane.woken = lane.entries.count { $0.isWoken }  // what claimAll subtracts when no entry is shared
         common.entries.removeSubrange(start..<end)
         let taken = claimAll(&lane, from: .common)
-        common.live -= taken.count
+        for entry in taken { common.count(entry, -1) }
         common.shared -= lane.shared
         return taken
     }
@@ -197,8 +229,9 @@ struct BlockQueue {
         for entry in taken where entry.work.isJob {
             let place = common.entries.partitioningIndex { $0.sequence > entry.sequence }
             common.entries.insert(entry, at: place)
-            common.live += 1
+            common.count(entry, 1)
             pendingCount += 1
+            if entry.isWoken { wokenCount += 1 }
         }
         taken.removeAll { $0.work.isJob }
         return true
@@ -241,6 +274,7 @@ struct BlockQueue {
         entriesVisited += UInt64(lane.entries.count)
         guard lane.shared > 0 else {
             pendingCount -= lane.entries.count
+            wokenCount -= lane.woken
             return lane.entries
         }
         var taken: [Entry] = []
@@ -252,18 +286,19 @@ struct BlockQueue {
             }
             guard !claim.isClaimed else { continue }
             claim.isClaimed = true
-            for other in claim.modes where other != mode { forget(entryIn: other) }
+            for other in claim.modes where other != mode { forget(entry, in: other) }
             taken.append(entry)
         }
         pendingCount -= taken.count
+        wokenCount -= taken.count { $0.isWoken }
         return taken
     }
 
-    /// A block in `mode`'s lane was claimed elsewhere: one fewer live entry there. A lane with
-    /// no live entry left holds only such copies and is emptied at once.
-    private mutating func forget(entryIn mode: EvRunLoop.Mode) {
+    /// `entry`, in `mode`'s lane too, was claimed elsewhere: one fewer live entry there. A lane
+    /// with no live entry left holds only such copies and is emptied at once.
+    private mutating func forget(_ entry: Entry, in mode: EvRunLoop.Mode) {
         withLane(mode) { lane in
-            lane.live -= 1
+            lane.count(entry, -1)
             if lane.live == 0 { lane = Lane() }
         }
         if mode != .common && mode != .default && named[ModeKey(mode)]?.entries.isEmpty == true {

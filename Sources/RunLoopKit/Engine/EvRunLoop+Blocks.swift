@@ -20,13 +20,26 @@ extension EvRunLoop {
     /// accepted by a loop that can no longer run it.
     @discardableResult
     func enqueueBlock(inModes modes: [Mode], _ block: @escaping @Sendable () -> Void) -> Bool {
-        enqueue(.block(block), inModes: modes)
+        enqueue(.block(block), inModes: modes, woken: false)
     }
 
-    /// Queues `work` for `modes` as a perform-block (R54); false when the loop's thread has exited.
-    func enqueue(_ work: consuming BlockQueue.Work, inModes modes: [Mode]) -> Bool {
+    /// Queues `work` for `modes` and wakes the loop for it: the calls that hand work over
+    /// (`execute`, `submit`, an executor's jobs, a worker's work). Unlike a block of
+    /// ``perform(inModes:_:)``, such work never waits for a later wake-up: a run does not sleep
+    /// while some of it may run in its mode, since its own wake-up may have been dropped (C52) in
+    /// the post-wait half of a run nested in a callout, which then ended. Returns false, without
+    /// waking, when the loop's thread has exited.
+    func enqueueAndWake(_ work: consuming BlockQueue.Work, inModes modes: [Mode]) -> Bool {
+        guard enqueue(work, inModes: modes, woken: true) else { return false }
+        wakeUp()
+        return true
+    }
+
+    /// Queues `work` for `modes` as a perform-block (R54), `woken` by the caller; false when the
+    /// loop's thread has exited.
+    func enqueue(_ work: consuming BlockQueue.Work, inModes modes: [Mode], woken: Bool) -> Bool {
         guard modes.count > 1 || (modes[0] != .common && modes[0] != .default) else {
-            return append(work, modes: modes)  // the usual case: nothing to deduplicate or create
+            return append(work, modes: modes, woken: woken)  // the usual case: nothing to deduplicate or create
         }
         var unique = modes
         if modes.count > 1 { unique = modes.reduce(into: []) { if !$0.contains($1) { $0.append($1) } } }
@@ -38,15 +51,16 @@ extension EvRunLoop {
                 for mode in unique where mode != .common && mode != .default { _ = state.modeState(mode) }
             }
         }
-        return append(work, modes: unique)
+        return append(work, modes: unique, woken: woken)
     }
 
     /// Queues `work` for `modes` (no mode twice) under the blocks' lock and sets the hint.
-    private func append(_ work: consuming BlockQueue.Work, modes: [Mode]) -> Bool {
+    private func append(_ work: consuming BlockQueue.Work, modes: [Mode], woken: Bool) -> Bool {
         var work = Optional(work)
-        let hints = modes.contains { $0 == .common || $0 == .default } ? Hint.blocks | Hint.defaultBlocks : Hint.blocks
+        var hints = modes.contains { $0 == .common || $0 == .default } ? Hint.blocks | Hint.defaultBlocks : Hint.blocks
+        if woken { hints |= Hint.wokenBlocks }
         return pendingBlocks.withLock { queue in
-            guard queue.append(work.take()!, modes: modes) else { return false }
+            guard queue.append(work.take()!, modes: modes, woken: woken) else { return false }
             // Set and cleared only under this lock: while it is held, set hints stay set.
             if self.hints.load(ordering: .relaxed) & hints != hints { setHint(hints) }
             return true
@@ -56,10 +70,23 @@ extension EvRunLoop {
     /// Clears the hints the queue no longer justifies. Called under the blocks' lock.
     private func clearBlockHints(_ queue: borrowing BlockQueue) {
         if queue.isEmpty {
-            clearHint(Hint.blocks | Hint.defaultBlocks)
-        } else if !queue.hasDefaultBlocks {
-            clearHint(Hint.defaultBlocks)
+            clearHint(Hint.blocks | Hint.defaultBlocks | Hint.wokenBlocks)
+        } else {
+            var stale: UInt32 = 0
+            if !queue.hasDefaultBlocks { stale |= Hint.defaultBlocks }
+            if queue.wokenCount == 0 { stale |= Hint.wokenBlocks }
+            if stale != 0 { clearHint(stale) }
         }
+    }
+
+    /// Whether work queued with a wake-up (``enqueueAndWake(_:inModes:)``) may run in `run`'s
+    /// mode now, which the run must not sleep on. Called with the loop's lock held (the blocks'
+    /// lock comes after it); without such work pending, a hint read and no lock.
+    func hasWokenBlocks(_ run: RunContext, _ state: borrowing LoopState) -> Bool {
+        guard hasHint(Hint.wokenBlocks) else { return false }
+        let isCommon = run.mode == .default || state.otherCommonModes.contains(run.mode)
+        let jobsHeldBack = isRunningJob
+        return pendingBlocks.withLock { $0.hasWokenBlocks(for: run.mode, isCommon: isCommon, jobsHeldBack: jobsHeldBack) }
     }
 
     /// R20 steps 3, 5 and 12: runs the blocks pending at the start of the step that may run in

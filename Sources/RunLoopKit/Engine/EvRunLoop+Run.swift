@@ -141,8 +141,13 @@ extension EvRunLoop {
             syncWatchers(for: run.mode, &state)
             // A ready version-1 source (a port with messages) is like a kernel event already there.
             // A run already stopped must not sleep: the wake-up of its stop() may have been taken
-            // by a run nested in the same iteration (R27).
-            if poll || hasReadySource1(run, &state) || waiter.hasReady || state.runs[run.frame].isStopped { return false }
+            // by a run nested in the same iteration (R27); nor may work handed over with a
+            // wake-up wait, whose wake-up such a run may have dropped (C52).
+            if poll || hasReadySource1(run, &state) || waiter.hasReady || state.runs[run.frame].isStopped
+                || hasWokenBlocks(run, state)
+            {
+                return false
+            }
             // Planned under the lock: a timer added from another thread from now on moves it (R44).
             state.plannedRunDeadline = run.deadline
             waiter.planSleep(sleepDeadline(run))

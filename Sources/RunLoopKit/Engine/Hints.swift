@@ -15,6 +15,9 @@ enum Hint {
     static let signalledSources: UInt32 = 1 << 1
     /// A version-1 source is ready.
     static let readySource1s: UInt32 = 1 << 2
+    /// Work queued with a wake-up is pending (``EvRunLoop/enqueueAndWake(_:inModes:)``): a run
+    /// looks for it before it sleeps.
+    static let wokenBlocks: UInt32 = 1 << 4
 }
 
 extension EvRunLoop {
