@@ -134,28 +134,68 @@ final class PerformCompletion<T: Sendable>: Sendable {
 /// The result of one submitted closure, handed from the loop's thread to the awaiting task.
 ///
 /// Like ``PerformCompletion``, its block owns a ``DropSentinel``, so a block the loop drops with
-/// its thread (R4) resumes the task with ``EvPerformError/loopExited``: the continuation is
-/// resumed exactly once, never leaked.
+/// its thread (R4) resumes the task with ``EvPerformError/loopExited``. The task's cancellation
+/// withdraws the closure until the block starts it: the task is resumed with `CancellationError`
+/// at once and the block, if it runs later, does nothing. The continuation is resumed exactly
+/// once, never leaked.
 final class AsyncCompletion<T: Sendable>: Sendable {
-    private let continuation: Locked<CheckedContinuation<T, any Error>?>
-
-    init(_ continuation: CheckedContinuation<T, any Error>) {
-        self.continuation = Locked(continuation)
+    private struct State {
+        /// The awaiting task, until it is resumed; `nil` too before ``install(_:)``.
+        var continuation: CheckedContinuation<T, any Error>?
+        var isCancelled = false
+        var hasStarted = false
     }
 
-    /// The block to schedule: runs `body` and resumes the task with its outcome.
+    private let state = Locked(State())
+
+    init() {}
+
+    /// Keeps the awaiting task's continuation. Returns false, having resumed it with
+    /// `CancellationError`, when the task was cancelled first: nothing is to be queued.
+    func install(_ continuation: CheckedContinuation<T, any Error>) -> Bool {
+        let isCancelled = state.withLock { state in
+            if !state.isCancelled { state.continuation = continuation }
+            return state.isCancelled
+        }
+        if isCancelled { continuation.resume(throwing: CancellationError()) }
+        return !isCancelled
+    }
+
+    /// The task was cancelled: resumes it with `CancellationError` unless the closure has started.
+    func cancel() {
+        let taken = state.withLock { state -> CheckedContinuation<T, any Error>? in
+            guard !state.hasStarted else { return nil }
+            state.isCancelled = true
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        taken?.resume(throwing: CancellationError())
+    }
+
+    /// The block to schedule: runs `body`, unless the task was cancelled before, and resumes the
+    /// task with its outcome.
     func block(_ body: @escaping @Sendable () throws -> T) -> @Sendable () -> Void {
         let sentinel = DropSentinel<T> { [self] in finish($0) }
-        return {
+        return { [self] in
+            guard start() else { return }
             sentinel.finish(Result { try body() })
+        }
+    }
+
+    /// Claims the closure for the block; false once the task was cancelled (and resumed).
+    private func start() -> Bool {
+        state.withLock { state in
+            guard !state.isCancelled else { return false }
+            state.hasStarted = true
+            return true
         }
     }
 
     /// Resumes the task with the first outcome; later ones are ignored.
     func finish(_ outcome: Result<T, any Error>) {
-        let taken = continuation.withLock { continuation in
-            defer { continuation = nil }
-            return continuation
+        let taken = state.withLock { state in
+            defer { state.continuation = nil }
+            return state.continuation
         }
         taken?.resume(with: outcome)
     }

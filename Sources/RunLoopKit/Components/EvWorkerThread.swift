@@ -125,21 +125,27 @@ public final class EvWorkerThread: Sendable {
     /// - Thread: any async context.
     /// - Throws: ``EvWorkerThreadError`` when the worker does not accept work (not started,
     ///   stopped); ``EvPerformError/loopExited`` if the worker's thread ended before `work` ran;
-    ///   otherwise whatever `work` throws.
+    ///   `CancellationError` if the task is cancelled before `work` starts (`work` then never
+    ///   runs; once it has started, cancelling changes nothing); otherwise whatever `work` throws.
     public func submit<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try core.checkAcceptsWork()
-        return try await withCheckedThrowingContinuation { continuation in
-            let completion = AsyncCompletion(continuation)
-            let block = completion.block(work)
-            withExtendedLifetime(block) {
-                do {
-                    try core.submit(block)
-                } catch {
-                    // Refused (stopped meanwhile): report that before the unqueued block's release
-                    // reports loopExited (the first outcome wins).
-                    completion.finish(.failure(error))
+        let completion = AsyncCompletion<T>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                guard completion.install(continuation) else { return }
+                let block = completion.block(work)
+                withExtendedLifetime(block) {
+                    do {
+                        try core.submit(block)
+                    } catch {
+                        // Refused (stopped meanwhile): report that before the unqueued block's
+                        // release reports loopExited (the first outcome wins).
+                        completion.finish(.failure(error))
+                    }
                 }
             }
+        } onCancel: {
+            completion.cancel()
         }
     }
 

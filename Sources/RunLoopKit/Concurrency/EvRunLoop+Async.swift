@@ -13,16 +13,25 @@ extension EvRunLoop {
     /// - Thread: any async context, the loop's own thread included (`body` then runs in the
     ///   loop's next blocks step).
     /// - Throws: ``EvPerformError/loopExited`` if the loop's thread has exited, or exits before
-    ///   `body` ran (R4): the task is resumed, never left waiting. Otherwise whatever `body` throws.
+    ///   `body` ran (R4): the task is resumed, never left waiting. `CancellationError` if the task
+    ///   is cancelled before `body` starts (as SwiftNIO's `NIOThreadPool.runIfActive` does): the
+    ///   task is resumed at once, and `body` never runs. Otherwise whatever `body` throws; once
+    ///   `body` has started, cancelling the task changes nothing.
     /// - Precondition: `modes` is not empty.
     public func submit<T: Sendable>(
         inModes modes: [Mode] = [.common], _ body: @escaping @Sendable () throws -> T
     ) async throws -> T {
         require(!modes.isEmpty, "EvRunLoop.submit(inModes:_:): modes must not be empty")
-        return try await withCheckedThrowingContinuation { continuation in
-            // A block the loop refuses (its thread has exited) or drops with its thread is
-            // released unrun: its sentinel then resumes the task with loopExited.
-            _ = enqueueAndWake(.block(AsyncCompletion(continuation).block(body)), inModes: modes)
+        let completion = AsyncCompletion<T>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                guard completion.install(continuation) else { return }
+                // A block the loop refuses (its thread has exited) or drops with its thread is
+                // released unrun: its sentinel then resumes the task with loopExited.
+                _ = enqueueAndWake(.block(completion.block(body)), inModes: modes)
+            }
+        } onCancel: {
+            completion.cancel()
         }
     }
 
