@@ -121,6 +121,31 @@ case "run-main-ends-after-nested-run":
     }
     print("runMain returned \(value)")
 
+case "run-main-ends-during-a-nested-run-before-the-wait":
+    // body finishes while a block run before a pass's wait runs the main loop nested: its
+    // wake-up goes to that nested run, which carries on; runMain's own run must then end rather
+    // than sleep (a watchdog reports a runMain that never returns).
+    _ = spawnThread {
+        sleep(20)
+        print("runMain did not return")
+        exit(1)
+    }
+    let value = EvRunLoop.runMain { () async -> Int in
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            while !main.isWaiting { sched_yield() }
+            // Sent while the loop sleeps, the outer block runs after the wait; the block it queues
+            // runs in the next pass's first blocks step, before that pass's wait.
+            try! main.execute {
+                main.perform {
+                    continuation.resume()
+                    print("nested run: \(main.run(mode: .default, timeout: .milliseconds(200)))")
+                }
+            }
+        }
+        return 9
+    }
+    print("runMain returned \(value)")
+
 case "run-main-from-main-queue-work":
     // Misuse: runMain from a DispatchQueue.main block the main loop drains stops with a message
     // instead of spinning on a default mode that is empty there (R60: no drain inside a drain).

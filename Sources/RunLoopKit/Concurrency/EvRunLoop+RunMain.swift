@@ -52,8 +52,9 @@ extension EvRunLoop {
             "EvRunLoop.runMain(_:): called from main-queue work (a DispatchQueue.main block or @MainActor code) that the main loop is draining, which it cannot drain again from inside; call it from the program's synchronous entry point")
         let finished = MainProgram<T, E>(depth: loop.state.withLock { $0.runs.count })
         // Ends runMain's own run, never a run nested in one of its callouts: checked each time an
-        // iteration of the default mode begins, after body finished and woke the loop.
-        let finisher = EvObserver(activities: .beforeTimers, order: .min) { _, _ in
+        // iteration of the default mode begins, after body finished and woke the loop, and before
+        // each sleep, since a run nested before the wait may have taken that wake-up.
+        let finisher = EvObserver(activities: [.beforeTimers, .beforeWaiting], order: .min) { _, _ in
             guard finished.outcome != nil, loop.state.withLock({ $0.runs.count }) == finished.depth + 1 else { return }
             loop.stop()
         }

@@ -79,6 +79,12 @@ import Testing
         #expect(try harness("run-main-ends-after-nested-run") == ["nested run: timedOut", "runMain returned 7"])
     }
 
+    /// Before, runMain's run slept on after such a nested run, which had taken the body's
+    /// wake-up, and runMain returned only when something else woke the main loop.
+    @Test func runMainReturnsWhenItsBodyEndsDuringARunNestedBeforeAWait() throws {
+        #expect(try harness("run-main-ends-during-a-nested-run-before-the-wait") == ["nested run: timedOut", "runMain returned 9"])
+    }
+
     @Test func R5_runMainOffTheMainThreadStopsWithAMessageNamingTheCall() throws {
         let (status, _, errors) = try runHarness("run-main-off-main-thread")
         #expect(status != 0)
