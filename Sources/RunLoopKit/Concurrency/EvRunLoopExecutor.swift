@@ -29,12 +29,16 @@ import Dispatch
 /// `await` on a pinned actor returns rather than waiting forever. That queue is one for the
 /// whole process, so executors of the same exited loop still share one exclusive context
 /// (``isSameExclusiveExecutionContext(other:)``).
+///
+/// Every executor of a loop hands its actors the same serial executor, the loop's own: actors
+/// pinned through different executors of one loop call each other without a hop, and the
+/// runtime compares them by identity alone, so that `Actor.withSerialExecutor(_:)` works on them.
 public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
     /// The loop the jobs run on.
     public let loop: EvRunLoop
     /// Where jobs run once their loop's thread has exited: one serial queue for every executor,
     /// so that executors of the same loop — the same exclusive context — stay serial.
-    private static let orphanage: DispatchQueue = {
+    static let orphanage: DispatchQueue = {
         let queue = DispatchQueue(label: "RunLoopKit.EvRunLoopExecutor.orphaned")
         queue.setSpecific(key: orphanageMark, value: true)
         return queue
@@ -44,16 +48,9 @@ public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
     /// Whether the caller is a job on the queue that stands in for exited loops' threads.
     static var isOnStandInQueue: Bool { DispatchQueue.getSpecific(key: orphanageMark) ?? false }
 
-    /// The serial executor that actors pinned to this one hold: an object of its own, so that
-    /// their jobs and those of tasks preferring this executor reach different `enqueue` methods
-    /// and each runs in its role (the runtime tells the two apart only by identity).
-    private let isolation: EvRunLoopIsolation
-
     /// An executor running jobs on `loop`'s thread.
     public init(_ loop: EvRunLoop) {
         self.loop = loop
-        isolation = EvRunLoopIsolation()
-        isolation.owner = self
     }
 
     /// Schedules `job` on the loop's common modes and wakes the loop. Safe from any thread. On a
@@ -61,44 +58,33 @@ public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
     ///
     /// The jobs that reach this method are those of tasks that prefer the executor
     /// (`Task(executorPreference:)`, `withTaskExecutorPreference`): they run as a task executor's.
-    /// An actor's jobs reach the executor through ``asUnownedSerialExecutor()`` and run isolated
-    /// to the loop.
+    /// An actor's jobs reach the loop through ``asUnownedSerialExecutor()`` and run isolated to
+    /// the loop.
     ///
     /// - Parameter job: the job to run.
     public func enqueue(_ job: consuming ExecutorJob) {
-        enqueue(UnownedJob(job), isolated: false)
-    }
-
-    /// Queues `job` for the loop, to run in the role it was sent for (see ``run(_:isolated:)``).
-    func enqueue(_ job: UnownedJob, isolated: Bool) {
+        let job = UnownedJob(job)
         // The job itself is queued, with no closure around it. A job the loop refuses (its thread
         // has exited) or drops with its thread (BlockQueue.Work.dropped) runs on the stand-in queue.
-        if !loop.enqueueAndWake(isolated ? .isolatedJob(job, self) : .taskJob(job, self), inModes: [.common]) {
-            runOrphaned(job, isolated: isolated)
-        }
+        if !loop.enqueueAndWake(.taskJob(job, self), inModes: [.common]) { runOrphaned(job) }
     }
 
-    /// Runs `job` on the calling thread, the loop's or its stand-in queue: an actor's job isolated
-    /// to the loop, a job of a task that prefers the executor as that task executor's. Run as an
-    /// actor's, such a task's nonisolated code would leave that isolation at once, and the runtime
-    /// would queue the job again, behind the blocks and jobs queued since.
-    func run(_ job: UnownedJob, isolated: Bool) {
-        if isolated {
-            job.runSynchronously(on: isolation.asUnownedSerialExecutor())
-        } else {
-            job.runSynchronously(on: asUnownedTaskExecutor())
-        }
+    /// Runs `job` on the calling thread, the loop's or its stand-in queue, as a task executor's
+    /// job. Run as an actor's, such a task's nonisolated code would leave that isolation at once,
+    /// and the runtime would queue the job again, behind the blocks and jobs queued since.
+    func run(_ job: UnownedJob) {
+        job.runSynchronously(on: asUnownedTaskExecutor())
     }
 
     /// Runs `job` on the serial queue that stands in for the exited loop's thread.
-    func runOrphaned(_ job: UnownedJob, isolated: Bool) {
-        Self.orphanage.async { self.run(job, isolated: isolated) }
+    func runOrphaned(_ job: UnownedJob) {
+        Self.orphanage.async { self.run(job) }
     }
 
-    /// The executor as actors pinned to it hold it: jobs sent through it run isolated to the
-    /// loop, and two executors of the same loop are the same exclusive context (same thread).
+    /// The serial executor actors pinned to the loop hold, the loop's own whichever of its
+    /// executors they name: jobs sent through it run isolated to the loop.
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
-        isolation.asUnownedSerialExecutor()
+        loop.jobIsolation.asUnownedSerialExecutor()
     }
 
     /// Two executors of the same loop run jobs in the same exclusive context (its thread).
@@ -116,64 +102,12 @@ public final class EvRunLoopExecutor: SerialExecutor, TaskExecutor {
     /// `preconditionIsolated`), `nil` leads the runtime on to ``checkIsolated()``, whose message
     /// names the loop's thread.
     public func isIsolatingCurrentContext() -> Bool? {
-        runsJobsOnCallingThread ? true : nil
-    }
-
-    /// Whether the calling thread is where the executor's jobs run now (``isIsolatingCurrentContext()``).
-    private var runsJobsOnCallingThread: Bool {
-        // The exiting thread still owns the loop during its teardown, while the stand-in queue
-        // may already run the jobs the teardown handed on.
-        if ThreadRegistry.isOwnedByCallingThread(loop) { return !loop.threadHasExited }
-        return Self.isOnStandInQueue && loop.threadHasExited
+        loop.jobIsolation.isIsolatingCurrentContext()
     }
 
     /// Stops with a message unless called on the loop's thread (for `assumeIsolated`) — or, once
     /// the loop's thread has exited, on the queue that runs its jobs instead.
     public func checkIsolated() {
-        if loop.threadHasExited {
-            require(Self.isOnStandInQueue, """
-                EvRunLoopExecutor.checkIsolated(): the loop's thread has exited (R4), so the \
-                executor's jobs run on the dispatch queue that stands in for it, and this is not \
-                that queue
-                """)
-            return
-        }
-        // Not preconditionOwnThread(_:), whose message is about running the loop.
-        require(ThreadRegistry.isOwnedByCallingThread(loop), """
-            EvRunLoopExecutor.checkIsolated(): called off the loop's thread (assumeIsolated on an \
-            actor pinned to the loop, say); the executor's jobs run only on its loop's thread
-            """)
-    }
-}
-
-/// The serial-executor face of an ``EvRunLoopExecutor``: what its actors' `unownedExecutor`
-/// names. Its jobs run isolated to the loop; isolation checks and comparisons are the owner's.
-///
-/// `@unchecked Sendable`: `owner` is set once, in the owner's `init`, before the object is shared.
-final class EvRunLoopIsolation: SerialExecutor, @unchecked Sendable {
-    /// The executor this is the serial face of. Unowned and unchecked (no reference count on an
-    /// actor's hop): it owns this object, so it lives as long as anything can call it.
-    unowned(unsafe) var owner: EvRunLoopExecutor!
-
-    init() {}
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        owner.enqueue(UnownedJob(job), isolated: true)
-    }
-
-    func asUnownedSerialExecutor() -> UnownedSerialExecutor {
-        UnownedSerialExecutor(complexEquality: self)
-    }
-
-    func isSameExclusiveExecutionContext(other: EvRunLoopIsolation) -> Bool {
-        owner.isSameExclusiveExecutionContext(other: other.owner)
-    }
-
-    func checkIsolated() {
-        owner.checkIsolated()
-    }
-
-    func isIsolatingCurrentContext() -> Bool? {
-        owner.isIsolatingCurrentContext()
+        loop.jobIsolation.checkIsolated()
     }
 }

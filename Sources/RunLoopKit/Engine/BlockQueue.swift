@@ -15,7 +15,7 @@ struct BlockQueue {
     enum Work: Sendable {
         case block(@Sendable () -> Void)
         /// An actor's job, run isolated to the loop.
-        case isolatedJob(UnownedJob, EvRunLoopExecutor)
+        case isolatedJob(UnownedJob, EvRunLoopIsolation)
         /// A job of a task that prefers the executor, run as that task executor's.
         case taskJob(UnownedJob, EvRunLoopExecutor)
 
@@ -23,14 +23,14 @@ struct BlockQueue {
         func run(on loop: EvRunLoop) {
             switch self {
             case .block(let body): Callout.block(body, on: loop)
-            case .isolatedJob(let job, let executor): Self.run(job, executor, isolated: true, on: loop)
-            case .taskJob(let job, let executor): Self.run(job, executor, isolated: false, on: loop)
+            case .isolatedJob(let job, let isolation): Self.runJob({ isolation.run(job) }, on: loop)
+            case .taskJob(let job, let executor): Self.runJob({ executor.run(job) }, on: loop)
             }
         }
 
-        private static func run(_ job: UnownedJob, _ executor: EvRunLoopExecutor, isolated: Bool, on loop: EvRunLoop) {
+        private static func runJob(_ body: @Sendable () -> Void, on loop: EvRunLoop) {
             loop.isRunningJob = true
-            Callout.block({ executor.run(job, isolated: isolated) }, on: loop)
+            Callout.block(body, on: loop)
             loop.isRunningJob = false
             if loop.heldBackJobs {
                 loop.heldBackJobs = false
@@ -47,8 +47,8 @@ struct BlockQueue {
         func dropped() {
             switch self {
             case .block: break
-            case .isolatedJob(let job, let executor): executor.runOrphaned(job, isolated: true)
-            case .taskJob(let job, let executor): executor.runOrphaned(job, isolated: false)
+            case .isolatedJob(let job, let isolation): isolation.runOrphaned(job)
+            case .taskJob(let job, let executor): executor.runOrphaned(job)
             }
         }
     }

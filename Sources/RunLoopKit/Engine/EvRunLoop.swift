@@ -68,6 +68,9 @@ public final class EvRunLoop: Sendable {
     /// A run nested in the running job left jobs queued (loop's thread only): its waits may
     /// have taken their wake-ups, so the job's end wakes the loop for them.
     @exclusivity(unchecked) nonisolated(unsafe) var heldBackJobs = false
+    /// The serial executor of every actor pinned to this loop (``EvRunLoopExecutor``): one per
+    /// loop, so that the runtime tells their contexts apart by identity alone.
+    let jobIsolation = EvRunLoopIsolation()
     /// Guards cross-thread ``wakeUp()`` against teardown without taking ``state``: the count of
     /// wake-ups in flight, plus ``wakeGateClosed`` once the loop is dead.
     private let wakeGate = Atomic<Int>(0)
@@ -79,6 +82,7 @@ public final class EvRunLoop: Sendable {
         waiter = backend
         libevWaiter = .passUnretained(backend)
         backend.owner = self
+        jobIsolation.loop = self
     }
 
     /// A loop that waits with `waiter` (a ``VirtualWaiter`` in tests); see ``ThreadRegistry/adopt(_:)``.
@@ -86,6 +90,7 @@ public final class EvRunLoop: Sendable {
         self.isMain = isMain
         self.waiter = waiter
         libevWaiter = nil
+        jobIsolation.loop = self
     }
 
     /// The calling thread's run loop, created on first use (R1).
