@@ -5,6 +5,9 @@
 /// A value type: each copy has its own value. Use ``EvLoopBoundBox`` for state that closures
 /// share and mutate.
 ///
+/// The check guards the container: a reference read from ``value`` on the loop's thread must
+/// stay on it, which the compiler does not enforce (it lets such a value be sent to another task).
+///
 /// `@unchecked Sendable`: the value is touched only after ``EvRunLoop/isCurrent`` was checked,
 /// so it is only ever used on the one thread it was made on.
 public struct EvLoopBound<Value>: @unchecked Sendable {
@@ -45,7 +48,9 @@ public struct EvLoopBound<Value>: @unchecked Sendable {
 ///
 /// Loop-confined state without a lock: a handler, a block sent with
 /// ``EvRunLoop/execute(inModes:_:)`` or an actor pinned to the loop reads and writes it on the
-/// loop's thread; any other thread may hold it but not open it.
+/// loop's thread; any other thread may hold it but not open it. A reference read from ``value``
+/// must stay on the loop's thread too, which the compiler does not enforce (it lets such a value
+/// be sent to another task).
 ///
 /// `@unchecked Sendable`: the value is touched only after ``EvRunLoop/isCurrent`` was checked,
 /// so it is only ever used on the loop's thread.

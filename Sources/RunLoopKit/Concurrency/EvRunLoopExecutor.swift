@@ -16,8 +16,10 @@ import Dispatch
 ///
 /// The executor is also a `TaskExecutor`, for `Task(executorPreference:)`: such a task's jobs run
 /// as a task executor's, each once, in their place among the loop's blocks (R55), as an actor's
-/// do. Jobs only run while the loop runs a common mode. A run nested in a job (an actor's method
-/// that runs the loop) runs no other job of the loop's executors until that job returns.
+/// do. Jobs only run while the loop runs a common mode, in the order they were queued whatever
+/// their tasks' priorities (the executor neither reorders nor escalates). A run nested in a job
+/// (an actor's method that runs the loop) runs no other job of the loop's executors until that
+/// job returns.
 ///
 /// The loop's thread is the executor's context whatever runs on it: in a timer's handler, an
 /// observer or a perform-block as in the executor's jobs, `assumeIsolated` on a pinned actor
