@@ -68,10 +68,11 @@ struct BlockQueue {
         /// Its place in scheduling order (R55).
         let sequence: UInt64
         let work: Work
+        /// Queued by a call that wakes the loop for it (``EvRunLoop/enqueueAndWake(_:inModes:)``);
+        /// declared next to `work`, whose padding it fills.
+        let isWoken: Bool
         /// Set when the block was queued for several modes.
         let claim: Claim?
-        /// Queued by a call that wakes the loop for it (``EvRunLoop/enqueueAndWake(_:inModes:)``).
-        let isWoken: Bool
     }
 
     /// The blocks queued for one mode, in sequence order.
@@ -145,7 +146,7 @@ struct BlockQueue {
         guard modes.count > 1 else {
             // The usual case: one mode, no claim, and for `.common` or `.default` no hashing.
             let mode = modes[0]
-            let entry = Entry(sequence: sequence, work: work, claim: nil, isWoken: woken)
+            let entry = Entry(sequence: sequence, work: work, isWoken: woken, claim: nil)
             if mode == .common {
                 common.append(entry)
             } else if mode == .default {
@@ -155,7 +156,7 @@ struct BlockQueue {
             }
             return true
         }
-        let entry = Entry(sequence: sequence, work: work, claim: Claim(modes), isWoken: woken)
+        let entry = Entry(sequence: sequence, work: work, isWoken: woken, claim: Claim(modes))
         for mode in modes { withLane(mode) { $0.append(entry) } }
         return true
     }
