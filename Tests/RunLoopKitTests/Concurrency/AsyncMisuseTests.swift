@@ -13,6 +13,18 @@ private actor Pinned {
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 }
 
+/// An actor pinned to a loop that keeps loop-bound state.
+private actor PinnedWithBoundState {
+    let executor: EvRunLoopExecutor
+    let counter: EvLoopBoundBox<Int>
+    init(loop: EvRunLoop) {
+        executor = EvRunLoopExecutor(loop)
+        counter = .makeBoxSendingValue(0, loop: loop)
+    }
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    func count() { counter.value += 1 }
+}
+
 /// Asserts, from synchronous code, that the caller runs isolated to `pinned`.
 private func pinnedActorIsAssumedIsolated(_ pinned: Pinned) {
     pinned.assumeIsolated { _ in }
@@ -75,6 +87,21 @@ private func pinnedActorIsAssumedIsolated(_ pinned: Pinned) {
             pinnedActorIsAssumedIsolated(pinned)
         }
         #expect(message(result).contains("EvRunLoopExecutor.checkIsolated(): the loop's thread has exited"))
+    }
+
+    /// A pinned actor's job that the stand-in queue runs once the loop's thread has exited says
+    /// so when it reaches loop-bound state, not only that it is on another thread.
+    @Test func loopBoundStateInAJobAfterTheLoopsThreadExitedStopsAndSaysWhy() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let worker = EvWorkerThread(name: "bound-worker")
+            let pinned = PinnedWithBoundState(loop: try! worker.start())
+            await pinned.count()  // on the loop's thread
+            await worker.stop()
+            await pinned.count()
+        }
+        #expect(message(result).contains(
+            "EvLoopBoundBox.value: the value is written only on the loop's own thread, and this is another thread: a job of an EvRunLoopExecutor whose loop's thread has exited (R4)"))
+        #expect(message(result).contains("list the worker before the services whose actors it runs"))
     }
 
     @Test func forCurrentThreadInATaskStopsAsCurrentDoes() async {
