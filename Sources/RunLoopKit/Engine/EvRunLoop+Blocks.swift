@@ -82,8 +82,15 @@ extension EvRunLoop {
     /// Whether work queued with a wake-up (``enqueueAndWake(_:inModes:)``) may run in `run`'s
     /// mode now, which the run must not sleep on. Called with the loop's lock held (the blocks'
     /// lock comes after it); without such work pending, a hint read and no lock.
-    func hasWokenBlocks(_ run: RunContext, _ state: borrowing LoopState) -> Bool {
+    @inline(__always)
+    func hasWokenBlocks(_ run: RunContext, _ state: inout LoopState) -> Bool {
         guard hasHint(Hint.wokenBlocks) else { return false }
+        return hasWokenBlocksForMode(run, &state)
+    }
+
+    /// The rare half of ``hasWokenBlocks(_:_:)``, out of line: the common wait keeps its registers.
+    @inline(never)
+    private func hasWokenBlocksForMode(_ run: RunContext, _ state: inout LoopState) -> Bool {
         let isCommon = run.mode == .default || state.otherCommonModes.contains(run.mode)
         let jobsHeldBack = isRunningJob
         return pendingBlocks.withLock { $0.hasWokenBlocks(for: run.mode, isCommon: isCommon, jobsHeldBack: jobsHeldBack) }

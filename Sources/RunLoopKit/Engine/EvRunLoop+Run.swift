@@ -144,7 +144,7 @@ extension EvRunLoop {
             // by a run nested in the same iteration (R27); nor may work handed over with a
             // wake-up wait, whose wake-up such a run may have dropped (C52).
             if poll || hasReadySource1(run, &state) || waiter.hasReady || state.runs[run.frame].isStopped
-                || hasWokenBlocks(run, state)
+                || hasWokenBlocks(run, &state)
             {
                 return false
             }
