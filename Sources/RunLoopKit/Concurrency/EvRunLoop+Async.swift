@@ -14,9 +14,9 @@ extension EvRunLoop {
     ///   loop's next blocks step).
     /// - Throws: ``EvPerformError/loopExited`` if the loop's thread has exited, or exits before
     ///   `body` ran (R4): the task is resumed, never left waiting. `CancellationError` if the task
-    ///   is cancelled before `body` starts (as SwiftNIO's `NIOThreadPool.runIfActive` does): the
-    ///   task is resumed at once, and `body` never runs. Otherwise whatever `body` throws; once
-    ///   `body` has started, cancelling the task changes nothing.
+    ///   is cancelled before `body` starts: the task is resumed at once, and `body` never runs.
+    ///   Otherwise whatever `body` throws; once `body` has started, cancelling the task changes
+    ///   nothing.
     /// - Precondition: `modes` is not empty.
     public func submit<T: Sendable>(
         inModes modes: [Mode] = [.common], _ body: @escaping @Sendable () throws -> T

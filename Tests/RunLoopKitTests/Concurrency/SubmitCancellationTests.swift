@@ -42,8 +42,8 @@ private func endedCancelled<T>(_ task: Task<T, any Error>) async -> Bool {
     return false
 }
 
-/// Cancelling a task that awaits `submit` withdraws the closure until it starts, as SwiftNIO's
-/// `NIOThreadPool.runIfActive` does: the task does not wait on a loop busy elsewhere.
+/// Cancelling a task that awaits `submit` withdraws the closure until it starts: the task does
+/// not wait on a loop busy elsewhere.
 @Suite struct SubmitCancellationTests {
     @Test func cancellingAWaitingSubmitResumesTheTaskAndTheClosureNeverRuns() async throws {
         let parked = try ParkedWorker("cancel-submit")
