@@ -12,7 +12,10 @@ import TestSupport
             let ticker = EvFrameTicker(interval: .microseconds(50)) { frame in frames.append(frame) }
             try? ticker.add(to: loop, forModes: [.default])
             let toggler = spawnThread(named: "ticker-toggler") {
-                for round in 0..<5_000 {
+                // Bounded in time too: on a busy machine (the whole suite, a sanitizer) the rounds
+                // would hold a thread of the test pool for many seconds.
+                let end = ContinuousClock.now + .seconds(1)
+                for round in 0..<5_000 where ContinuousClock.now < end {
                     ticker.isPaused = true
                     ticker.isPaused = false
                     // Resumed for a varying part of a frame, so that some ticks meet the next toggle.

@@ -15,7 +15,7 @@ import TestSupport
         let gate = Latch()
         let log = EventLog<String>()
         try holder.get?.execute {
-            gate.wait()
+            gate.wait(timeout: 300)  // a safety net longer than any stall of the test pool
             log.append("held")
         }
         try holder.get?.execute { log.append("after") }
@@ -24,7 +24,7 @@ import TestSupport
             _ = holder.update { value in defer { value = nil }; return value }  // the last reference
             released.set(true)
         }
-        #expect(await yieldUntil(timeout: 10) { released.get }, "the release waited for the worker's queue")
+        #expect(await yieldUntil(timeout: 60) { released.get }, "the release waited for the worker's queue")
         #expect(log.all.isEmpty)
         gate.open()
         await releasing.value
@@ -43,7 +43,7 @@ import TestSupport
         let log = EventLog<Int>()
         for (index, loop) in loops.enumerated() {
             try loop.execute {
-                gate.wait()
+                gate.wait(timeout: 300)  // a safety net longer than any stall of the test pool
                 log.append(index)
             }
         }
@@ -52,7 +52,7 @@ import TestSupport
             _ = holder.update { value in defer { value = nil }; return value }  // the last reference
             released.set(true)
         }
-        #expect(await yieldUntil(timeout: 10) { released.get }, "the release waited for the group's queues")
+        #expect(await yieldUntil(timeout: 60) { released.get }, "the release waited for the group's queues")
         #expect(log.all.isEmpty)
         gate.open()
         gate.open()

@@ -23,7 +23,7 @@ private func afterTheWaitOfANestedPoll(_ loop: EvRunLoop, _ handOver: @escaping 
 }
 
 /// Waits for `latch` on a thread of its own, not a thread of the cooperative pool.
-private func opened(_ latch: Latch, timeout seconds: Double = 20) async -> Bool {
+private func opened(_ latch: Latch, timeout seconds: Double = 120) async -> Bool {
     await withCheckedContinuation { continuation in
         Thread { continuation.resume(returning: latch.wait(timeout: seconds)) }.start()
     }
