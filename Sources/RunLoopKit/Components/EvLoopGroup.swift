@@ -29,10 +29,7 @@ public enum EvLoopGroupError: Error, Sendable, Equatable, CustomStringConvertibl
 ///
 /// ``stop(waitUntilExited:)`` and ``stop()`` stop every thread as ``EvWorkerThread`` does: work
 /// submitted through ``EvRunLoop/execute(inModes:_:)`` before the stop still runs, then each
-/// loop ends and its thread exits. Dropping the last reference to the group stops it the same
-/// way, waiting for its threads except inside a Swift task or on one of the group's own threads:
-/// there the queued work still runs, then the threads exit and are joined from a dispatch queue.
-/// A task that must know when the threads are gone awaits ``stop()`` first.
+/// loop ends and its thread exits. Dropping the last reference to the group stops it the same way.
 public final class EvLoopGroup: Sendable {
     /// The group's threads, in index order.
     let workers: [EvWorkerThread]
@@ -74,15 +71,13 @@ public final class EvLoopGroup: Sendable {
     }
 
     /// Stops every thread as ``stop(waitUntilExited:)`` does: from another thread this waits
-    /// until they have exited; from one of the group's own threads, or inside a Swift task, it
-    /// never waits (the threads are joined from a dispatch queue once their queues are done).
+    /// until they have exited; from one of the group's own threads it never waits.
     deinit {
-        let waits = EvThreadHandle.callerMayBlock && !workers.contains(where: { $0.core.isWorkerThread })
-        if !waits {
-            // Else the workers, released next, would each wait for its thread from this one.
+        // Else the workers, released next, would each wait for its thread from this one.
+        if workers.contains(where: { $0.core.isWorkerThread }) {
             for worker in workers { worker.core.waitsWhenReleased.store(false, ordering: .relaxed) }
         }
-        Self.stop(workers, waitUntilExited: waits)
+        Self.stop(workers, waitUntilExited: true)
     }
 
     /// The next loop, round robin: `loops[0]`, `loops[1]`, … `loops[N-1]`, `loops[0]`, …

@@ -83,13 +83,6 @@ final class EvThreadHandle: Sendable {
         return prefix + suffix
     }
 
-    /// Whether the caller may block until a thread has exited: not inside a Swift task, whose
-    /// thread (one of the cooperative pool's few, or a loop's under its executor) is not its own.
-    static var callerMayBlock: Bool { withUnsafeCurrentTask { $0 == nil } }
-
-    /// Whether `pthread_join` has returned for the thread (tests look).
-    var hasBeenJoined: Bool { state.withLock { $0.phase == .joined } }
-
     /// Whether the calling thread is this thread.
     var isCurrent: Bool {
         guard let thread = state.withLock({ $0.thread }) else { return false }

@@ -41,11 +41,8 @@ public enum EvWorkerThreadError: Error, Sendable, Equatable, CustomStringConvert
 /// ``stop(waitUntilExited:)`` runs everything submitted before it, then ends the run loop and
 /// the thread — and, unlike the `[NSRunLoop run]` trap (W13), the thread really exits: its loop
 /// is torn down (R4) and, from another thread, `stop` joins it, so nothing of it remains once
-/// `stop` returns. Dropping the last reference to the worker stops it the same way, except
-/// inside a Swift task: there it does not wait (a task must not hold its thread for as long as
-/// the queue takes), and the queued work still runs, then the thread exits and is joined from a
-/// dispatch queue. A task that must know when the worker is gone awaits ``stop()`` first.
-/// Submitting after `stop` throws ``EvWorkerThreadError/stopped``; nothing is silently dropped.
+/// `stop` returns. Dropping the last reference to the worker stops it the same way. Submitting
+/// after `stop` throws ``EvWorkerThreadError/stopped``; nothing is silently dropped.
 ///
 /// Work scheduled directly on ``runLoop`` (``EvRunLoop/perform(inModes:waitUntilDone:_:)``,
 /// timers, delayed performs) is not covered by that promise: whatever is still pending in it when
@@ -75,12 +72,9 @@ public final class EvWorkerThread: Sendable {
     }
 
     /// Stops the worker (see ``stop(waitUntilExited:)``): from another thread this waits until
-    /// work already submitted has run and the thread has exited; from the worker's own thread,
-    /// or inside a Swift task, it does not wait: the work still runs, then the thread exits and
-    /// is joined from a dispatch queue.
-    deinit {
-        core.stop(waitUntilExited: core.waitsWhenReleased.load(ordering: .relaxed) && EvThreadHandle.callerMayBlock)
-    }
+    /// work already submitted has run and the thread has exited; from the worker's own thread it
+    /// does not wait.
+    deinit { core.stop(waitUntilExited: core.waitsWhenReleased.load(ordering: .relaxed)) }
 
     /// Starts the thread and returns its run loop once the loop exists and accepts work.
     ///

@@ -2,7 +2,6 @@ import Foundation
 import RunLoopKit
 import Synchronization
 import Testing
-import TestSupport
 
 /// EvWorkerThread: a keep-alive thread whose loop runs submitted work until it is stopped.
 @Suite struct WorkerThreadTests {
@@ -170,17 +169,16 @@ import TestSupport
         #expect(returned.all == Array(repeating: .stopped, count: 4))
     }
 
-    @Test func droppingTheLastReferenceOutsideATaskStopsTheWorkerAfterItsQueue() throws {
+    @Test func droppingTheLastReferenceStopsTheWorkerAfterItsQueue() throws {
         let loopTornDown = Latch()
         let log = EventLog<Int>()
-        // On a thread of its own: a test function runs inside a task, where a release does not wait.
-        let thread = spawnThread {
+        do {
             let worker = EvWorkerThread()
-            guard let loop = try? worker.start() else { return }
+            try worker.start()
+            let loop = try #require(worker.runLoop)
             loop.add(EvSource(cancel: { _, _ in loopTornDown.open() }) {}, forMode: .default)
-            for index in 0..<10 { try? worker.execute { log.append(index) } }
-        }  // the last reference goes as the thread's body ends: deinit stops and joins the worker
-        pthread_join(thread, nil)
+            for index in 0..<10 { try worker.execute { log.append(index) } }
+        }  // the last reference goes here: deinit stops and joins the thread
         #expect(loopTornDown.wait(timeout: 0))
         #expect(log.all == Array(0..<10))
     }
