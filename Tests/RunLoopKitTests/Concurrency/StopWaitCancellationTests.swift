@@ -32,7 +32,7 @@ import TestSupport
         }
         #expect(await yieldUntil { stopWaiterCount(loop) == 1 })
         waiting.cancel()
-        #expect(await yieldUntil(timeout: 10) { returned.get }, "a cancelled wait stays suspended until the loop stops")
+        #expect(await yieldUntil(timeout: 120) { returned.get }, "a cancelled wait stays suspended until the loop stops")
         #expect(stopWaiterCount(loop) == 0)
         stop(loop)
         #expect(await waiting.value)
@@ -48,7 +48,7 @@ import TestSupport
         }
         #expect(await yieldUntil { stopWaiterCount(loop) == 2 })
         cancelled.cancel()
-        #expect(await yieldUntil(timeout: 10) { stopWaiterCount(loop) == 1 })
+        #expect(await yieldUntil(timeout: 120) { stopWaiterCount(loop) == 1 })
         stop(loop)
         #expect(await kept.value == false)
         await cancelled.value
@@ -63,7 +63,7 @@ import TestSupport
             await loop.waitUntilStopped()
             returned.set(true)
         }
-        #expect(await yieldUntil(timeout: 10) { returned.get }, "a cancelled task waited for the loop's stop")
+        #expect(await yieldUntil(timeout: 120) { returned.get }, "a cancelled task waited for the loop's stop")
         #expect(stopWaiterCount(loop) == 0)
         stop(loop)
         await waiting.value
@@ -80,7 +80,7 @@ import TestSupport
         }
         #expect(await yieldUntil { loop.exitHookCount == 1 })
         waiting.cancel()
-        #expect(await yieldUntil(timeout: 10) { returned.get }, "a cancelled wait stays suspended until the worker stops")
+        #expect(await yieldUntil(timeout: 120) { returned.get }, "a cancelled wait stays suspended until the worker stops")
         #expect(loop.exitHookCount == 0)
         #expect(worker.state == .running)
         #expect(try worker.submitAndWait { 1 } == 1)
@@ -97,7 +97,7 @@ import TestSupport
         }
         #expect(await yieldUntil { group.loops[0].exitHookCount == 1 })
         waiting.cancel()
-        #expect(await yieldUntil(timeout: 10) { returned.get }, "a cancelled wait stays suspended until the group stops")
+        #expect(await yieldUntil(timeout: 120) { returned.get }, "a cancelled wait stays suspended until the group stops")
         #expect(group.loops.allSatisfy { $0.exitHookCount == 0 })
         #expect(try await group.loops[1].submit { 2 } == 2)
         await group.stop()

@@ -3,7 +3,8 @@ import Foundation
 import Testing
 
 /// A worker whose loop sits in a run of a mode that is not common, where no submitted closure
-/// runs, until `release` is called (or a 30 s safety net passes).
+/// runs, until `release` is called (or a safety net passes, longer than any stall of the test pool
+/// under a sanitizer).
 private struct ParkedWorker {
     let worker: EvWorkerThread
     let loop: EvRunLoop
@@ -18,16 +19,16 @@ private struct ParkedWorker {
             let mode = EvRunLoop.Mode("parked")
             loop.add(keepAliveTimer(), forMode: mode)
             loop.add(once(.entry) { parked.open() }, forMode: mode)
-            _ = loop.run(mode: mode, until: .now + .seconds(30), orUntil: { released.get })
+            _ = loop.run(mode: mode, until: .now + .seconds(300), orUntil: { released.get })
         }
-        precondition(parked.wait(), "the worker's loop did not park")
+        precondition(parked.wait(timeout: 300), "the worker's loop did not park")
         self.loop = loop
         self.released = released
     }
 
     /// Suspends until a submitted closure waits in the loop's queue.
     func untilQueued() async -> Bool {
-        await yieldUntil { !loop.pendingBlocks.withLock { $0.isEmpty } }
+        await yieldUntil(timeout: 300) { !loop.pendingBlocks.withLock { $0.isEmpty } }
     }
 
     func release() {
@@ -95,12 +96,12 @@ private func endedCancelled<T>(_ task: Task<T, any Error>) async -> Bool {
         let task = Task {
             try await loop.submit { () -> Int in
                 started.open()
-                #expect(proceed.wait())
+                #expect(proceed.wait(timeout: 300))
                 return 42
             }
         }
         #expect(await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: started.wait()) }.start()
+            Thread { continuation.resume(returning: started.wait(timeout: 300)) }.start()
         })
         task.cancel()
         proceed.open()
