@@ -95,7 +95,8 @@ extension EvRunLoop {
             performBlocks(run)
             var handledSource = performSignalledSources(run)
             if handledSource { performBlocks(run) }
-            let poll = handledSource || run.pollOnly
+            let merged = handledSource && mergesPollIntoNextSleep(run, &view, stopsSeen, waiter)
+            let poll = (handledSource || run.pollOnly) && !merged
             let mainQueueHasWork: Bool
             if run.servicesMainQueue && !servicedMainQueue && waiter.takeMainQueueSignal() {
                 // R20.7, C114: straight to handling, no sleep; wake-ups end here as after a wait.
@@ -103,7 +104,7 @@ extension EvRunLoop {
                 mainQueueHasWork = true
             } else {
                 if !poll { notifyObservers(.beforeWaiting, run) }
-                mainQueueHasWork = sleep(run, poll: poll, &view, waiter)
+                mainQueueHasWork = sleep(run, poll: poll, merged: merged, &view, waiter)
                 if !poll { notifyObservers(.afterWaiting, run) }
             }
             if refreshed(&view, run).hasTimers {
@@ -130,11 +131,35 @@ extension EvRunLoop {
         state.withLock { $0.isServicingMainQueue = false }
     }
 
+    /// Whether the poll after a handled source (R20.9) can be the next pass's sleep instead. CF
+    /// would poll, end the pass and begin the next one only to sleep; when no callout can run in
+    /// between, nothing tells the two apart: no observer of the steps between, no block or
+    /// signalled source for the next pass, no timer due, no result to return, not a run that
+    /// services the main queue. The sleep ends at once for whatever the poll would have found (a
+    /// wake-up, a ready source, a stop), and one system call or more is saved.
+    @inline(__always)
+    private func mergesPollIntoNextSleep<Waiter: LoopWaiter>(
+        _ run: RunContext, _ view: inout PassView, _ stopsSeen: UInt64, _ waiter: Waiter
+    ) -> Bool {
+        let stepsBetween: Activity = [.beforeWaiting, .afterWaiting, .beforeTimers, .beforeSources]
+        guard !run.pollOnly, !run.returnAfterSourceHandled, !run.servicesMainQueue,
+              observedActivities.load(ordering: .relaxed) & stepsBetween.rawValue == 0,
+              !hasHint(Hint.signalledSources | (run.mode == .default ? Hint.defaultBlocks : Hint.blocks)),
+              signalInbox.isEmpty, stopRequests.load(ordering: .acquiring) == stopsSeen
+        else { return false }
+        let view = refreshed(&view, run)
+        guard view.hasItems else { return false }  // R16: the pass's end finds the mode empty
+        guard view.hasTimers || run.deadline != .distantFuture else { return true }
+        let now = waiter.now()
+        return now < run.deadline && (!view.hasTimers || now < view.timersDueFrom)
+    }
+
     /// R20.9, R22: sleeps until the earliest of the mode's next timer and the run's deadline,
     /// a wake-up, a stop, a version-1 source or (main loop) the main queue; with `poll`, only
-    /// looks. Returns whether the main queue signalled work.
+    /// looks. `merged`: the sleep stands for the next pass too (``mergesPollIntoNextSleep``),
+    /// which counts as an iteration. Returns whether the main queue signalled work.
     @_transparent  // once per pass: a call would save and restore registers each time
-    private func sleep<Waiter: LoopWaiter>(_ run: RunContext, poll: Bool, _ view: inout PassView, _ waiter: Waiter) -> Bool {
+    private func sleep<Waiter: LoopWaiter>(_ run: RunContext, poll: Bool, merged: Bool, _ view: inout PassView, _ waiter: Waiter) -> Bool {
         if isMain { waiter.watchMainQueue(run.servicesMainQueue) }
         // A poll takes the lock only to bring the watchers in step.
         let sleeps = poll && refreshed(&view, run).watchersInStep ? false : state.withLock { state in
@@ -155,6 +180,7 @@ extension EvRunLoop {
         }
         let reasons: WakeReasons
         if sleeps {
+            if merged { recorder.bump(recorder.iterations) }
             waiting.store(true, ordering: .releasing)
             let asleepSince = recorder.sleepBegins()
             reasons = waiter.sleep()

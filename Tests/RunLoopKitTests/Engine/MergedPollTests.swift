@@ -1,0 +1,117 @@
+import Foundation
+import RunLoopKit
+import Testing
+
+/// After a source is handled, CF polls and begins another pass; when no callout could run in
+/// between, the run sleeps at once instead, the poll merged into that sleep. Each test here
+/// leaves something for the next pass that such a sleep would miss, and checks that the run
+/// does not sleep on it: it would sleep until the run's timeout and return
+/// ``EvRunLoop/RunResult/timedOut``. No observer is added: one of the steps in between
+/// already keeps the poll.
+@Suite struct MergedPollTests {
+    /// R46: a timer due by the end of a source's perform fires in the poll's pass, although its
+    /// tolerance would let a sleep wait a minute for it.
+    @Test func R46_aTimerThatFellDueDuringAPerformFiresAtOnceWhateverItsTolerance() {
+        let result = onLoopThread { loop in
+            let fireDate = ContinuousClock.now + .milliseconds(5)
+            let fired = Box(false)
+            loop.add(EvTimer(fireAt: fireDate, tolerance: .seconds(60)) { _ in
+                fired.set(true)
+                loop.stop()
+            }, forMode: .default)
+            let source = EvSource {
+                while ContinuousClock.now <= fireDate {}  // the timer falls due during the perform
+            }
+            loop.add(source, forMode: .default)
+            source.signal()
+            return (loop.run(mode: .default, timeout: .seconds(20)), fired.get)
+        }
+        #expect(result.0 == .stopped)
+        #expect(result.1)
+    }
+
+    /// R16: a perform that takes its source, the mode's only item, out of it ends the run as
+    /// finished.
+    @Test func R16_aPerformThatEmptiesTheModeEndsTheRun() {
+        let result = onLoopThread { loop in
+            let own = Box<EvSource?>(nil)
+            let source = EvSource { own.get?.invalidate() }
+            own.set(source)
+            loop.add(source, forMode: .default)
+            source.signal()
+            return loop.run(mode: .default, timeout: .seconds(20))
+        }
+        #expect(result == .finished)
+    }
+
+    /// R55: a block queued by a block that a perform queued runs at the poll's blocks step (the
+    /// step after a perform ran the first).
+    @Test func R55_aBlockQueuedByABlockAfterAPerformRunsWithoutAWakeUp() {
+        let result = onLoopThread { loop in
+            let source = EvSource {
+                loop.perform(inModes: [.default]) {
+                    loop.perform(inModes: [.default]) { loop.stop() }
+                }
+            }
+            loop.add(source, forMode: .default)
+            source.signal()
+            return loop.run(mode: .default, timeout: .seconds(20))
+        }
+        #expect(result == .stopped)
+    }
+
+    /// R33: a source signalled by another's perform, with no wake-up, performs in the next pass.
+    @Test func R33_aSourceSignalledByAPerformRunsInTheNextPassWithoutAWakeUp() {
+        let result = onLoopThread { loop in
+            let second = EvSource { loop.stop() }
+            let first = EvSource { second.signal() }
+            loop.add(first, forMode: .default)
+            loop.add(second, forMode: .default)
+            first.signal()
+            return loop.run(mode: .default, timeout: .seconds(20))
+        }
+        #expect(result == .stopped)
+    }
+
+    /// R20.9, R37: a descriptor that became ready during a perform is handled at once.
+    @Test func R37_aDescriptorReadyByTheEndOfAPerformIsHandledAtOnce() throws {
+        var fds: [Int32] = [0, 0]
+        precondition(pipe(&fds) == 0)
+        let (readEnd, writeEnd) = (fds[0], fds[1])
+        defer { close(readEnd); close(writeEnd) }
+        let result = onLoopThread { loop in
+            let descriptor = try! EvFileDescriptorSource(fileDescriptor: readEnd, events: .readable) { _ in loop.stop() }
+            loop.add(descriptor, forMode: .default)
+            let source = EvSource {
+                var byte: UInt8 = 1
+                precondition(write(writeEnd, &byte, 1) == 1)
+            }
+            loop.add(source, forMode: .default)
+            source.signal()
+            defer { descriptor.invalidate() }
+            return loop.run(mode: .default, timeout: .seconds(20))
+        }
+        #expect(result == .stopped)
+    }
+
+    /// The merged sleep stands for the pass CF would have begun, and counts as its iteration:
+    /// the pass that performs a source, the pass that sleeps, and the pass after the wake-up.
+    @Test func aMergedSleepCountsThePassItStandsFor() {
+        let iterations = Box<UInt64?>(nil)
+        let stopper = EvSource { EvRunLoop.current.stop() }
+        let (loop, finished) = startLoopThread { loop in
+            let first = EvSource {}
+            loop.add(first, forMode: .default)
+            loop.add(stopper, forMode: .default)
+            first.signal()
+            let before = loop.metrics.iterations
+            loop.run(mode: .default, timeout: .seconds(30))
+            iterations.set(loop.metrics.iterations - before)
+        }
+        #expect(spinUntil { loop.isWaiting })
+        stopper.signal()
+        loop.wakeUp()
+        #expect(finished.wait())
+        #expect(iterations.get == 3)
+    }
+}
