@@ -19,9 +19,23 @@ import Musl
 extension EvBackend {
     /// Awake → planned (loop's thread, loop's lock held): the next ``sleep()`` ends by
     /// `planned`'s date. The timerfd is set only when it does not hold that setting already.
+    @inline(__always)
     func planSleep(_ planned: SleepDeadline) {
         wake.plan()
         // No lock: the loop's lock, held here, keeps other threads off the deadline.
+        // Most sleeps ask what the last one did, still armed: inline, that costs a few compares.
+        if !planned.precise && !deadlineExpiredUnread && planned == deadline.requested
+            && deadline.armed == KernelTimerSetting(date: planned.date, interval: planned.interval)
+        {
+            sleepMayBePrecise.store(false, ordering: .releasing)
+            return
+        }
+        planChangedSleep(planned)
+    }
+
+    /// ``planSleep(_:)`` for a deadline that differs from the last plan, or is not armed yet.
+    @inline(never)
+    private func planChangedSleep(_ planned: SleepDeadline) {
         if deadlineExpiredUnread { readExpiredDeadline(&deadline) }
         deadline.requested = planned
         sleepMayBePrecise.store(planned.precise, ordering: .releasing)
