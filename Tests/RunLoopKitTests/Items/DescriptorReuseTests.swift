@@ -97,13 +97,7 @@ import TestSupport
         defer { close(first.writeEnd) }
         let events = EventLog<EvFileDescriptorSource.Readiness>()
         let stolen = EventLog<UInt8>()
-        let old = try EvFileDescriptorSource(fileDescriptor: number, events: .readable) { readiness in
-            events.append(readiness)
-            // What a careless handler does: read whatever the number names now.
-            guard readiness.contains(.readable) else { return }
-            var byte: UInt8 = 0
-            if read(number, &byte, 1) == 1 { stolen.append(byte) }
-        }
+        let old = try EvFileDescriptorSource(fileDescriptor: number, events: .readable, handler: carelessReader(of: number, events, stolen))
         let second = Box<DescriptorPipe?>(nil)
         let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
             let other = EvRunLoop.Mode("other")
@@ -135,12 +129,7 @@ import TestSupport
         defer { close(keeper); close(first.writeEnd) }
         let events = EventLog<EvFileDescriptorSource.Readiness>()
         let stolen = EventLog<UInt8>()
-        let old = try EvFileDescriptorSource(fileDescriptor: number, events: .readable) { readiness in
-            events.append(readiness)
-            guard readiness.contains(.readable) else { return }
-            var byte: UInt8 = 0
-            if read(number, &byte, 1) == 1 { stolen.append(byte) }
-        }
+        let old = try EvFileDescriptorSource(fileDescriptor: number, events: .readable, handler: carelessReader(of: number, events, stolen))
         let second = Box<DescriptorPipe?>(nil)
         let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
             loop.add(old, forMode: .default)

@@ -85,14 +85,8 @@ import TestSupport
     /// every such add woke the loop for a pass with nothing to do (a server handing connections
     /// to a loop's private mode): here the run woke twice, not once.
     @Test func R37_aDescriptorSourceAddedFromAnotherThreadToAModeNotRunningDoesNotWakeTheLoop() throws {
-        var ends: [Int32] = [0, 0]
-        try #require(pipe(&ends) == 0)
-        let (readEnd, writeEnd) = (ends[0], ends[1])
-        defer { close(readEnd); close(writeEnd) }
-        let handled = EventLog<EvFileDescriptorSource.Readiness>()
-        let source = try EvFileDescriptorSource(fileDescriptor: readEnd, events: .readable) { handled.append($0) }
-        var byte: UInt8 = 1
-        try #require(write(writeEnd, &byte, 1) == 1)
+        let (pipe, source, handled) = try readableDescriptorSource()
+        defer { pipe.close() }
         let (wakeUps, inItsMode) = onLoopThread { loop -> (Int, EvRunLoop.RunResult) in
             let tracking = EvRunLoop.Mode("tracking")
             loop.add(keepAliveTimer(), forMode: tracking)
@@ -116,14 +110,8 @@ import TestSupport
     /// joins that mode, which is not running, and the running mode sleeps on; the source is served
     /// once its new mode runs. Before, making the mode common woke the loop for nothing.
     @Test func R37_aModeMadeCommonFromAnotherThreadWhileAnotherRunsDoesNotWakeTheLoop() throws {
-        var ends: [Int32] = [0, 0]
-        try #require(pipe(&ends) == 0)
-        let (readEnd, writeEnd) = (ends[0], ends[1])
-        defer { close(readEnd); close(writeEnd) }
-        let handled = EventLog<EvFileDescriptorSource.Readiness>()
-        let source = try EvFileDescriptorSource(fileDescriptor: readEnd, events: .readable) { handled.append($0) }
-        var byte: UInt8 = 1
-        try #require(write(writeEnd, &byte, 1) == 1)
+        let (pipe, source, handled) = try readableDescriptorSource()
+        defer { pipe.close() }
         let other = EvRunLoop.Mode("other")
         let (wakeUps, inItsMode) = onLoopThread { loop -> (Int, EvRunLoop.RunResult) in
             let tracking = EvRunLoop.Mode("tracking")
@@ -343,4 +331,13 @@ import TestSupport
         }
         #expect(released)
     }
+}
+
+/// A pipe with a byte to read, and a source for its read end that logs what it is told.
+private func readableDescriptorSource() throws -> (DescriptorPipe, EvFileDescriptorSource, EventLog<EvFileDescriptorSource.Readiness>) {
+    let pipe = DescriptorPipe()
+    pipe.write()
+    let handled = EventLog<EvFileDescriptorSource.Readiness>()
+    let source = try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { handled.append($0) }
+    return (pipe, source, handled)
 }
