@@ -149,6 +149,9 @@ extension EvRunLoop {
         else { return false }
         let view = refreshed(&view, run)
         guard view.hasItems else { return false }  // R16: the pass's end finds the mode empty
+        // The poll runs the libev libraries' prepare and check callbacks, which may leave work
+        // for the steps between (a source signalled, a block) with no wake-up.
+        guard !view.hasLibevSources else { return false }
         guard view.hasTimers || run.deadline != .distantFuture else { return true }
         let now = waiter.now()
         return now < run.deadline && (!view.hasTimers || now < view.timersDueFrom)

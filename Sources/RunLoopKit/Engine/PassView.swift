@@ -1,9 +1,10 @@
 /// What a run knows without the loop's lock: whether its mode has timers, when the earliest of
-/// them can be due, whether it has any source or timer (R16), and whether the version-1 watchers
-/// are in step with it (R37). Read under the lock, and valid while ``EvRunLoop/passViewChanges``
-/// stays at `changesSeen`: each of these changes under the lock and bumps that count with it, so
-/// a run that took the lock since a change (every pass that sleeps does) sees it, and a change
-/// concurrent with a step is as if made just after it. A timers step of a mode with no timers or
+/// them can be due, whether it has any source or timer (R16), whether the version-1 watchers
+/// are in step with it (R37), and whether it holds an ``EvLibevSource``. Read under the lock,
+/// and valid while ``EvRunLoop/passViewChanges`` stays at `changesSeen`: each of these changes
+/// under the lock and bumps that count with it, so a run that took the lock since a change
+/// (every pass that sleeps does) sees it, and a change concurrent with a step is as if made just
+/// after it. A timers step of a mode with no timers or
 /// none due yet, the end-of-pass check of a mode that cannot be empty, and a poll with the
 /// watchers in step then skip the lock.
 struct PassView {
@@ -16,6 +17,9 @@ struct PassView {
     var timersDueFrom = PassView.unknownDueDate
     var hasItems = false
     var watchersInStep = false
+    /// The mode holds an ``EvLibevSource``: its waits run the libev libraries' prepare and check
+    /// callbacks, a poll's too.
+    var hasLibevSources = false
 
     /// "Look under the lock": before every date.
     static let unknownDueDate = MonotonicTime(nanoseconds: .min)
@@ -34,7 +38,8 @@ extension EvRunLoop {
                     changesSeen: changes, hasTimers: modeState.timerCount > 0,
                     timersDueFrom: modeState.timers.topDeadline ?? .distantFuture,
                     hasItems: modeState.sourceCount > 0 || modeState.timerCount > 0,
-                    watchersInStep: state.watches.isInStep(with: run.mode))
+                    watchersInStep: state.watches.isInStep(with: run.mode),
+                    hasLibevSources: modeState.libevSourceCount > 0)
             }
         }
         return view

@@ -3,13 +3,14 @@ import Foundation
 import RunLoopKit
 
 /// Watchers started on an ``EvLibevSource``'s libev loop the way a libev library starts its own:
-/// an `ev_io`, `ev_timer`, `ev_prepare`, `ev_fork` or `ev_cleanup` whose C callback calls a Swift
-/// closure. Made, started, stopped and called on the loop's thread only.
+/// an `ev_io`, `ev_timer`, `ev_prepare`, `ev_check`, `ev_fork` or `ev_cleanup` whose C callback
+/// calls a Swift closure. Made, started, stopped and called on the loop's thread only.
 final class LibraryWatcher {
     enum Kind {
         case readable(Int32)
         case timer(seconds: Double)
         case prepare
+        case check
         case fork
         case cleanup
     }
@@ -34,6 +35,10 @@ final class LibraryWatcher {
             let prepare = UnsafeMutablePointer<ev_prepare>.allocate(capacity: 1)
             clibev_prepare_init(prepare) { _, watcher, _ in LibraryWatcher.fire(watcher) }
             watcher = UnsafeMutableRawPointer(prepare)
+        case .check:
+            let check = UnsafeMutablePointer<ev_check>.allocate(capacity: 1)
+            clibev_check_init(check) { _, watcher, _ in LibraryWatcher.fire(watcher) }
+            watcher = UnsafeMutableRawPointer(check)
         case .fork:
             let fork = UnsafeMutablePointer<ev_fork>.allocate(capacity: 1)
             clibev_fork_init(fork) { _, watcher, _ in LibraryWatcher.fire(watcher) }
@@ -56,6 +61,7 @@ final class LibraryWatcher {
         case .readable: ev_io_start(evLoop, watcher.assumingMemoryBound(to: ev_io.self))
         case .timer: ev_timer_start(evLoop, watcher.assumingMemoryBound(to: ev_timer.self))
         case .prepare: ev_prepare_start(evLoop, watcher.assumingMemoryBound(to: ev_prepare.self))
+        case .check: ev_check_start(evLoop, watcher.assumingMemoryBound(to: ev_check.self))
         case .fork: ev_fork_start(evLoop, watcher.assumingMemoryBound(to: ev_fork.self))
         case .cleanup: ev_cleanup_start(evLoop, watcher.assumingMemoryBound(to: ev_cleanup.self))
         }
@@ -66,6 +72,7 @@ final class LibraryWatcher {
         case .readable: ev_io_stop(evLoop, watcher.assumingMemoryBound(to: ev_io.self))
         case .timer: ev_timer_stop(evLoop, watcher.assumingMemoryBound(to: ev_timer.self))
         case .prepare: ev_prepare_stop(evLoop, watcher.assumingMemoryBound(to: ev_prepare.self))
+        case .check: ev_check_stop(evLoop, watcher.assumingMemoryBound(to: ev_check.self))
         case .fork: ev_fork_stop(evLoop, watcher.assumingMemoryBound(to: ev_fork.self))
         case .cleanup: ev_cleanup_stop(evLoop, watcher.assumingMemoryBound(to: ev_cleanup.self))
         }
