@@ -36,6 +36,10 @@ struct ProgramGenerator {
     private var quickTimer: Int?
     /// Short enough to have passed before any later timers step, whatever ran in between.
     static let quickInterval = 1e-7
+    /// False for the merged-poll programs (``init(mergingPollsWithSeed:)``): observers watch Entry
+    /// and Exit only, and no run is guarded (its guard observes BeforeWaiting), so that no observer
+    /// of the steps between a handled source's poll and the next sleep keeps them apart (R20.6).
+    let observesPasses: Bool
     private var nextID = 1
     private var timers: [Int] = []
     private var sources: [Int] = []
@@ -66,6 +70,22 @@ struct ProgramGenerator {
         world = seed % 2 == 0 ? .timers : seed % 4 == 1 ? .stops : .ports
         nestsInSourcesAndBlocks = seed / 4 % 4 == 0
         hasQuickTimer = world == .timers && seed / 16 % 4 == 1
+        observesPasses = true
+    }
+
+    /// Programs whose runs may merge the poll after a handled source into the next sleep (R20.6):
+    /// stop-world programs with no observer of the steps between and runs that sleep until a
+    /// helper sees the thread asleep, where what a source's callout leaves behind (a signal, a
+    /// block, a stop or wake-up, a cross-thread call, a nested run's traces) must still be found
+    /// before that sleep. (Sleeping runs in the ports world would risk
+    /// `KnownDifference.oneWakeReasonPerIteration`.)
+    init(mergingPollsWithSeed seed: UInt64) {
+        rng = SplitMix64(seed: seed)
+        queries = QueryGenerator(seed: seed)
+        world = .stops
+        nestsInSourcesAndBlocks = seed % 4 == 0
+        hasQuickTimer = false
+        observesPasses = false
     }
 
     mutating func program() -> [Op] {
@@ -99,6 +119,7 @@ struct ProgramGenerator {
     }
 
     private mutating func runTimeout() -> RunTimeout {
+        if !observesPasses { return chance(65) ? .untilAsleep : .zero }
         guard world == .stops else { return .zero }
         switch Int.random(in: 0..<100, using: &rng) {
         case 0..<40: return .guarded
@@ -127,6 +148,7 @@ struct ProgramGenerator {
     }
 
     private mutating func activities() -> UInt32 {
+        if !observesPasses { return [Activity.entry, Activity.exit, Activity.entry | Activity.exit].randomElement(using: &rng)! }
         var mask: UInt32 = 0
         while mask == 0 {
             for (bit, _) in Activity.names where chance(50) { mask |= bit }
@@ -265,7 +287,9 @@ struct ProgramGenerator {
             case 77..<91:
                 guard depth < 2 else { continue }
                 let candidates = timers + sources + ports + observers + blocks
-                guard let id = candidates.randomElement(using: &rng) else { continue }
+                guard var id = candidates.randomElement(using: &rng) else { continue }
+                // Merged-poll programs: mostly a source's callout, the one that precedes the poll.
+                if !observesPasses, chance(50), let source = sources.randomElement(using: &rng) { id = source }
                 let kind: ItemKind = timers.contains(id) ? .timer : sources.contains(id) ? .source
                     : ports.contains(id) ? .portSource : observers.contains(id) ? .observer : .block
                 let count = Int.random(in: 1...3, using: &rng)
