@@ -94,6 +94,93 @@ import Testing
         #expect(result == .stopped)
     }
 
+    /// R37, R22 for signals: a signal sent to the process during a perform (its handler's wake
+    /// request may wait in the wake word) is handled without another wake-up. Dispositions are
+    /// process-wide: a child process, where `kill`, not `raise`: the loop's thread inherits a
+    /// mask that blocks the signal from the exit test's worker thread.
+    @Test func R37_aSignalSentDuringAPerformIsHandledWithoutAnotherWakeUp() async {
+        await #expect(processExitsWith: .success) {
+            let result = onLoopThread { loop -> EvRunLoop.RunResult in
+                guard let signal = try? EvSignalSource(signal: SIGUSR2, handler: { EvRunLoop.current.stop() }) else { exit(9) }
+                loop.add(signal, forMode: .default)
+                let source = EvSource { kill(getpid(), SIGUSR2) }
+                loop.add(source, forMode: .default)
+                source.signal()
+                defer { signal.invalidate() }
+                return loop.run(mode: .default, timeout: .seconds(20))
+            }
+            guard result == .stopped else { exit(10) }
+        }
+    }
+
+    /// R37, R38: a message sent to a port during a perform is handled at once.
+    @Test func R37_aMessageSentDuringAPerformIsHandledAtOnce() {
+        let result = onLoopThread { loop -> EvRunLoop.RunResult in
+            let port = EvMessagePort<Int> { _ in EvRunLoop.current.stop() }
+            loop.add(port, forMode: .default)
+            let source = EvSource { try! port.send(1) }
+            loop.add(source, forMode: .default)
+            source.signal()
+            defer { port.invalidate() }
+            return loop.run(mode: .default, timeout: .seconds(20))
+        }
+        #expect(result == .stopped)
+    }
+
+    /// R37: a run nested in a perform, of a mode without the outer mode's descriptor, leaves the
+    /// watchers in step with its own mode; the descriptor, made ready before it, is still handled
+    /// at once when the outer run goes on.
+    @Test func R37_aDescriptorReadyBeforeARunNestedInAPerformIsHandledAfterIt() {
+        var fds: [Int32] = [0, 0]
+        precondition(pipe(&fds) == 0)
+        let (readEnd, writeEnd) = (fds[0], fds[1])
+        defer { close(readEnd); close(writeEnd) }
+        let log = EventLog<String>()
+        let result = onLoopThread { loop -> EvRunLoop.RunResult in
+            let descriptor = try! EvFileDescriptorSource(fileDescriptor: readEnd, events: .readable) { _ in
+                log.append("readable")
+                EvRunLoop.current.stop()
+            }
+            loop.add(descriptor, forMode: .default)
+            let other = EvRunLoop.Mode("other")
+            let otherSource = EvSource { log.append("other") }
+            loop.add(otherSource, forMode: other)
+            let source = EvSource {
+                var byte: UInt8 = 1
+                precondition(write(writeEnd, &byte, 1) == 1)
+                otherSource.signal()
+                log.append("nested \(EvRunLoop.current.run(mode: other, timeout: .seconds(20), returnAfterSourceHandled: true))")
+            }
+            loop.add(source, forMode: .default)
+            source.signal()
+            defer { descriptor.invalidate() }
+            return loop.run(mode: .default, timeout: .seconds(20))
+        }
+        #expect(result == .stopped)
+        #expect(log.all == ["other", "nested handledSource", "readable"])
+    }
+
+    /// R27: a stop from another thread ends a run that goes through merged sleeps (a source
+    /// signalled and the loop woken again and again), wherever between them it lands.
+    @Test func R27_aStopFromAnotherThreadEndsARunOfMergedSleepsWhereverItLands() {
+        for round in 0..<200 {
+            let source = EvSource {}
+            let result = Box<EvRunLoop.RunResult?>(nil)
+            let (loop, finished) = startLoopThread { loop in
+                loop.add(source, forMode: .default)
+                result.set(loop.run(mode: .default, timeout: .seconds(30)))
+            }
+            #expect(spinUntil { loop.isWaiting })
+            for _ in 0..<round % 20 {
+                source.signal()
+                loop.wakeUp()
+            }
+            loop.stop()
+            #expect(finished.wait(timeout: 40))
+            #expect(result.get == .stopped)
+        }
+    }
+
     /// A libev library's prepare callback runs in every wait of a mode that holds an
     /// ``EvLibevSource``, the poll after a perform included: a source it signals there, with no
     /// wake-up, performs in the next pass, before the loop sleeps.
