@@ -134,8 +134,8 @@ extension EvRunLoop {
     /// Whether the poll after a handled source (R20.9) can be the next pass's sleep instead. CF
     /// would poll, end the pass and begin the next one only to sleep; when no callout can run in
     /// between, nothing tells the two apart: no observer of the steps between, no block or
-    /// signalled source for the next pass, no timer due, no result to return, not a run that
-    /// services the main queue. The sleep ends at once for whatever the poll would have found (a
+    /// signalled source for the next pass, no timer due, no result to return, no libev library
+    /// whose callbacks a poll runs, not a run that services the main queue. The sleep ends at once for whatever the poll would have found (a
     /// wake-up, a ready source, a stop), and one system call or more is saved.
     @inline(__always)
     private func mergesPollIntoNextSleep<Waiter: LoopWaiter>(

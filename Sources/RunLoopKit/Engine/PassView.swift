@@ -4,9 +4,8 @@
 /// and valid while ``EvRunLoop/passViewChanges`` stays at `changesSeen`: each of these changes
 /// under the lock and bumps that count with it, so a run that took the lock since a change
 /// (every pass that sleeps does) sees it, and a change concurrent with a step is as if made just
-/// after it. A timers step of a mode with no timers or
-/// none due yet, the end-of-pass check of a mode that cannot be empty, and a poll with the
-/// watchers in step then skip the lock.
+/// after it. A timers step of a mode with no timers or none due yet, the end-of-pass check of a
+/// mode that cannot be empty, and a poll with the watchers in step then skip the lock.
 struct PassView {
     var changesSeen = UInt64.max
     var hasTimers = true
