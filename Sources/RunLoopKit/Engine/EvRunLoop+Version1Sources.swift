@@ -147,12 +147,24 @@ extension EvRunLoop {
         }
     }
 
-    /// Whether the source became ready now.
+    /// Records readiness that the watcher `token` of a bound source reported (loop's thread,
+    /// loop's lock held).
+    func markReady(_ core: EvSource1Core, events: Int32, fromWatcher token: Int, _ state: inout LoopState) {
+        core.state.withLock { sourceState in
+            guard sourceState.loop === self else { return }
+            markReady(core, events: events, token: token, &state, &sourceState)
+        }
+    }
+
+    /// Whether the source became ready now. `token`: the watcher that reported it, 0 for none.
     @discardableResult
-    private func markReady(_ core: EvSource1Core, events: Int32, _ state: inout LoopState, _ sourceState: inout Source1State) -> Bool {
+    private func markReady(
+        _ core: EvSource1Core, events: Int32, token: Int = 0, _ state: inout LoopState, _ sourceState: inout Source1State
+    ) -> Bool {
         guard sourceState.isValid else { return false }
         let wasReady = sourceState.pendingEvents != 0
         sourceState.pendingEvents |= events
+        if token != 0 || !wasReady { sourceState.readyToken = token }
         guard !wasReady else { return false }
         state.readySequence &+= 1
         sourceState.readySequence = state.readySequence
@@ -177,7 +189,24 @@ extension EvRunLoop {
     /// Whether a ready-queue entry still stands: `core` is bound here, in `mode`, and ready
     /// under `sequence`, not handled since. Loop's lock held, `core`'s not.
     private func isReady(_ core: EvSource1Core, _ sequence: UInt64, in mode: Mode) -> Bool {
-        core.state.withLock { $0.loop === self && $0.pendingEvents != 0 && $0.readySequence == sequence && $0.modes.contains(mode) }
+        core.state.withLock { isReady($0, sequence, in: mode) }
+    }
+
+    @inline(__always)
+    private func isReady(_ sourceState: borrowing Source1State, _ sequence: UInt64, in mode: Mode) -> Bool {
+        sourceState.loop === self && sourceState.pendingEvents != 0 && sourceState.readySequence == sequence
+            && sourceState.modes.contains(mode)
+    }
+
+    /// Whether the libev libraries' readiness came before the mode's ready sources' (R38): then
+    /// it is taken. Loop's lock held, the libraries' readiness due in the mode.
+    @inline(never)
+    private func takesLibevReadinessFirst(_ queue: ModeState, _ state: inout LoopState) -> Bool {
+        let mode = queue.mode
+        let first = queue.readySources.first { isReady($0, $1, in: mode) }
+        guard state.libevReadySequence < first?.sequence ?? .max else { return false }
+        takeLibevReadiness(&state)
+        return true
     }
 
     /// A ready source was handled or left: with none left, the passes stop looking.
@@ -209,20 +238,22 @@ extension EvRunLoop {
     private func handleReadyVersion1Source(_ run: RunContext) -> Bool {
         let mode = run.mode
         let queue = run.modeState
-        let picked: (EvSource1Core, Int32, token: Int?, stamp: UInt64)?? = state.withLock { state in
-            let first = queue.readySources.first { isReady($0, $1, in: mode) }
-            if libevSourcesReady(in: mode, &state), state.libevReadySequence < first?.sequence ?? .max {
-                takeLibevReadiness(&state)
-                return .some(nil)
+        let picked: (EvSource1Core, Int32, token: Int, stamp: UInt64)?? = state.withLock { state in
+            if libevSourcesReady(in: mode, &state), takesLibevReadinessFirst(queue, &state) { return .some(nil) }
+            // The front entry, if live, is taken under the same hold of its source's lock that
+            // finds it live; stale ones before it are dropped (as first(isLive:) does).
+            while let entry = queue.readySources.front {
+                let taken: (events: Int32, stamp: UInt64, token: Int)? = entry.core.state.withLock { sourceState in
+                    guard isReady(sourceState, entry.sequence, in: mode) else { return nil }
+                    defer { sourceState.pendingEvents = 0 }
+                    return (sourceState.pendingEvents, sourceState.readyStamp, sourceState.readyToken)
+                }
+                queue.readySources.removeFirst()
+                guard let taken else { continue }
+                noteReadinessTaken(&state)
+                return (entry.core, taken.events, taken.token, taken.stamp)
             }
-            guard let core = first?.core else { return nil }
-            queue.readySources.removeFirst()
-            let (events, stamp) = core.state.withLock { sourceState in
-                defer { sourceState.pendingEvents = 0 }
-                return (sourceState.pendingEvents, sourceState.readyStamp)
-            }
-            noteReadinessTaken(&state)
-            return (core, events, state.watches.tokens[ObjectIdentifier(core)], stamp)
+            return nil
         }
         guard let picked else { return false }
         guard let (core, readiness, token, stamp) = picked else {
@@ -233,7 +264,7 @@ extension EvRunLoop {
         // is new, and reported. Code that ran since it came may have closed the descriptor and
         // reused its number: then the handler gets the error alone, never the new file's turn.
         var events = readiness
-        if let token {
+        if token != 0 {
             let verify = events & ReadinessBits.failed == 0 && stamp != recorder.userCodeStamp
             if !waiter.readinessTaken(token, verify: verify) { events = ReadinessBits.failed }
         }

@@ -36,7 +36,12 @@ struct ReadyQueue {
         return nil
     }
 
-    /// Drops the front entry (the one ``first(isLive:)`` returned, now handled).
+    /// The front entry, live or stale.
+    var front: (sequence: UInt64, core: EvSource1Core)? {
+        head < entries.count ? entries[head] : nil
+    }
+
+    /// Drops the front entry (the one ``first(isLive:)`` returned, now handled, or a stale one).
     mutating func removeFirst() {
         head += 1
         if head == entries.count {

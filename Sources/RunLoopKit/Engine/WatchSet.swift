@@ -28,7 +28,9 @@ struct WatchSet {
     /// what the lock guarantees, is left out.
     private final class Tables: @unchecked Sendable {
         @exclusivity(unchecked) var tokens: [ObjectIdentifier: Int] = [:]
-        @exclusivity(unchecked) var owners: [Int: EvSource1Core] = [:]
+        /// Indexed by token (tokens are small, see ``LoopWaiter/addWatcher(_:)``): each event
+        /// finds its source with no hashing.
+        @exclusivity(unchecked) var owners: [EvSource1Core?] = []
         @exclusivity(unchecked) var started: Set<ObjectIdentifier> = []
         @exclusivity(unchecked) var changed: Set<ObjectIdentifier> = []
         @exclusivity(unchecked) var sourcesVisited: UInt64 = 0
@@ -47,9 +49,20 @@ struct WatchSet {
         _modify { yield &madeTables().tokens }
     }
 
-    var owners: [Int: EvSource1Core] {
-        get { tables?.owners ?? [:] }
-        _modify { yield &madeTables().owners }
+    /// The source whose watcher `token` is.
+    @inline(__always)
+    func owner(of token: Int) -> EvSource1Core? {
+        guard let tables, token < tables.owners.count else { return nil }
+        return tables.owners[token]
+    }
+
+    mutating func setOwner(_ source: EvSource1Core?, of token: Int) {
+        let tables = madeTables()
+        if token >= tables.owners.count {
+            guard source != nil else { return }
+            tables.owners += repeatElement(nil, count: token + 1 - tables.owners.count)
+        }
+        tables.owners[token] = source
     }
 
     /// The sources whose watchers run now.
@@ -135,7 +148,7 @@ extension EvRunLoop {
         for (id, token) in state.watches.tokens where state.source1s[id] == nil {
             waiter.removeWatcher(token)
             state.watches.tokens.removeValue(forKey: id)
-            state.watches.owners.removeValue(forKey: token)
+            state.watches.setOwner(nil, of: token)
         }
         for (id, source) in wanted where !state.watches.started.contains(id) {
             startWatcher(id, source, &state)
@@ -154,7 +167,7 @@ extension EvRunLoop {
         let modeState = state.existingModeState(mode)
         var starting: [(ObjectIdentifier, EvSource1Core)] = []
         for id in changed {
-            let source = state.source1s[id] ?? state.watches.tokens[id].flatMap { state.watches.owners[$0] }
+            let source = state.source1s[id] ?? state.watches.tokens[id].flatMap { state.watches.owner(of: $0) }
             if case .signal = source?.kind { return resyncWatchers(for: mode, &state) }
         }
         // Stopped and removed first, as a resync does: a new source on the number of a source that
@@ -166,7 +179,7 @@ extension EvRunLoop {
             }
             if !isBound, let token = state.watches.tokens.removeValue(forKey: id) {
                 waiter.removeWatcher(token)
-                state.watches.owners.removeValue(forKey: token)
+                state.watches.setOwner(nil, of: token)
             }
             if isBound, let source = modeState?.watchedSources[id], !state.watches.started.contains(id) { starting.append((id, source)) }
         }
@@ -192,7 +205,7 @@ extension EvRunLoop {
     private func startWatcher(_ id: ObjectIdentifier, _ source: EvSource1Core, _ state: inout LoopState) {
         let token = state.watches.tokens[id] ?? makeWatcher(for: source)
         state.watches.tokens[id] = token
-        state.watches.owners[token] = source
+        state.watches.setOwner(source, of: token)
         waiter.startWatcher(token)
         state.watches.started.insert(id)
     }
@@ -209,13 +222,24 @@ extension EvRunLoop {
     /// Moves what the watchers reported during the last wait into the ready set (loop thread).
     @inline(never)
     func collectReadiness() {
-        let fired = waiter.takeReady()
+        if let libevWaiter {
+            libevWaiter._withUnsafeGuaranteedRef { collectReadiness(from: $0) }
+        } else {
+            collectReadiness(from: waiter)
+        }
+    }
+
+    @inline(__always)
+    private func collectReadiness<Waiter: LoopWaiter>(from waiter: Waiter) {
+        let fired = waiter.gatherReady()
         let libraryEvents = waiter.takeLibraryEvents()
-        guard !fired.isEmpty || libraryEvents else { return }
+        guard fired || libraryEvents else { return }
         state.withLock { state in
-            for (token, events) in fired {
-                guard let source = state.watches.owners[token] else { continue }
-                markReady(source, events: events, &state)
+            if fired {
+                waiter.takeReady { token, events in
+                    guard let source = state.watches.owner(of: token) else { return }
+                    markReady(source, events: events, fromWatcher: token, &state)
+                }
             }
             if libraryEvents { markLibevSourcesReady(&state) }
         }

@@ -86,6 +86,10 @@ struct Source1State: ItemMembership, Sendable {
     /// handoff means code ran since that may have closed its number (see
     /// ``LoopWaiter/readinessTaken(_:verify:)``).
     var readyStamp: UInt64 = 0
+    /// The token of the watcher whose report made the pending readiness, 0 for none: its
+    /// handoff finds the watcher with no lookup. A watcher is removed only after its source left
+    /// the loop, which drops the readiness, so the token is the loop's while it is pending.
+    var readyToken = 0
 }
 
 /// Failures of version-1 sources.

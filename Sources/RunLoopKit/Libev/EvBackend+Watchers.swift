@@ -9,24 +9,24 @@ import Musl
 /// file-descriptor source, and a signal routed to this loop by ``SignalRouting`` per signal
 /// source. Each is identified by a token;
 /// when one reports during a wait, the token and the events are queued for
-/// ``EvBackend/takeReady()``. All on the loop's thread.
+/// ``EvBackend/takeReady(_:)``. All on the loop's thread.
 extension EvBackend {
     /// The watchers' tables, in an object made with the first watcher: a loop with no version-1
     /// source carries one pointer instead of three fields. Read with none, they are empty.
     /// Loop's thread only, like the backend: its fields skip the run time's exclusivity check.
     final class WatcherTables {
-        /// Watchers of version-1 sources, by token.
-        @exclusivity(unchecked) var watchers: [Int: WatcherKind] = [:]
-        @exclusivity(unchecked) var nextWatcherToken = 0
+        /// Watchers of version-1 sources, indexed by token (slot 0 is no token's): an event
+        /// finds its watcher with no hashing.
+        @exclusivity(unchecked) var watchers: [WatcherKind?] = [nil]
+        /// Tokens of removed watchers, given to the next ones, so ``watchers`` and the engine's
+        /// tables indexed by token stay as long as the most watchers the loop had at once.
+        @exclusivity(unchecked) var freeTokens: [Int] = []
         /// Started signal watchers: the tokens watching each signal.
         @exclusivity(unchecked) var signalTokens: [Int32: Set<Int>] = [:]
         /// The libev libraries' loop, made for the first ``EvLibevSource``.
         @exclusivity(unchecked) var library: LibraryLoop?
         /// ``library`` while one of its version-1 watchers is started: the loop sleeps in it.
         @exclusivity(unchecked) var watchedLibrary: LibraryLoop?
-        /// The buffer ``takeReady()`` handed out last, emptied and swapped in at the next call,
-        /// so that taking what fired allocates nothing.
-        @exclusivity(unchecked) var readySpare: [(token: Int, events: Int32)] = []
     }
 
     func madeWatcherTables() -> WatcherTables {
@@ -36,15 +36,11 @@ extension EvBackend {
         return made
     }
 
-    /// Watchers of version-1 sources, by token.
-    var watchers: [Int: WatcherKind] {
-        get { watcherTables?.watchers ?? [:] }
-        _modify { yield &madeWatcherTables().watchers }
-    }
-
-    var nextWatcherToken: Int {
-        get { watcherTables?.nextWatcherToken ?? 0 }
-        _modify { yield &madeWatcherTables().nextWatcherToken }
+    /// The watcher `token` names, if it exists.
+    @inline(__always)
+    func watcher(_ token: Int) -> WatcherKind? {
+        guard let tables = watcherTables, token < tables.watchers.count else { return nil }
+        return tables.watchers[token]
     }
 
     /// Started signal watchers: the tokens watching each signal.
@@ -64,9 +60,13 @@ extension EvBackend {
     /// A stopped watcher for a descriptor's readiness or a Unix signal. A signal must be routed
     /// to this loop (``route(_:)``) while its watcher is started.
     func addWatcher(_ kind: WatcherKind) -> Int {
-        nextWatcherToken += 1
-        watchers[nextWatcherToken] = kind
-        return nextWatcherToken
+        let tables = madeWatcherTables()
+        guard let token = tables.freeTokens.popLast() else {
+            tables.watchers.append(kind)
+            return tables.watchers.count - 1
+        }
+        tables.watchers[token] = kind
+        return token
     }
 
     /// Routes `signal` to this loop from now on (any thread; see ``SignalRouting``).
@@ -81,7 +81,7 @@ extension EvBackend {
     /// Starts watching. A descriptor that cannot be watched (closed behind the source's back, or
     /// its number reused for another file, say) is reported as ``failed`` instead.
     func startWatcher(_ token: Int) {
-        switch watchers[token] {
+        switch watcher(token) {
         case .descriptor(let fd, let events, let file):
             guard let descriptors = descriptorSet() else {
                 noteReady(token, Self.failed)
@@ -107,7 +107,7 @@ extension EvBackend {
     }
 
     func stopWatcher(_ token: Int) {
-        switch watchers[token] {
+        switch watcher(token) {
         case .descriptor(let fd, _, _):
             for failed in descriptors?.remove(token: token, fd: fd) ?? [] { noteReady(failed, Self.failed) }
             refreshHasReady()
@@ -132,34 +132,45 @@ extension EvBackend {
 
     func removeWatcher(_ token: Int) {
         stopWatcher(token)
-        ready.removeAll { $0.token == token }
-        watchers.removeValue(forKey: token)
+        if let index = readyIndex(of: token) {
+            ready.remove(at: index)
+            readyCount -= 1
+        }
+        if let tables = watcherTables, token < tables.watchers.count, tables.watchers[token] != nil {
+            tables.watchers[token] = nil
+            tables.freeTokens.append(token)
+        }
         refreshHasReady()
     }
 
     /// Brings ``hasReady`` up to date after ``ready``, the descriptors watched or the libev
     /// libraries' news (``libraryEventsArrived``) changed.
     func refreshHasReady() {
-        hasReady = !ready.isEmpty || libraryEventsArrived || descriptors?.hasAlwaysReady == true
+        hasReady = readyCount != 0 || libraryEventsArrived || descriptors?.hasAlwaysReady == true
     }
 
-    /// The watchers that fired since the last call. Descriptors come in the order the kernel
-    /// reported them, which is the order they became ready.
-    func takeReady() -> [(token: Int, events: Int32)] {
+    /// Notes what an always-ready descriptor reports (see ``DescriptorSet``); returns whether
+    /// a watcher fired since the last ``takeReady(_:)``.
+    func gatherReady() -> Bool {
         if let descriptors, descriptors.hasAlwaysReady { noteReady(from: descriptors) }
-        defer { refreshHasReady() }
-        guard !ready.isEmpty else { return [] }
-        let tables = madeWatcherTables()
-        tables.readySpare.removeAll(keepingCapacity: true)  // its last taker has let it go
-        swap(&ready, &tables.readySpare)
-        return tables.readySpare
+        if readyCount == 0 { refreshHasReady() }
+        return readyCount != 0
+    }
+
+    /// Hands `body` each watcher that fired since the last call, with what fired, and forgets
+    /// them. Descriptors come in the order the kernel reported them, which is the order they
+    /// became ready. `body` must not call the backend.
+    func takeReady(_ body: (_ token: Int, _ events: Int32) -> Void) {
+        for index in 0..<readyCount { body(ready[index].token, ready[index].events) }
+        readyCount = 0
+        refreshHasReady()
     }
 
     /// A descriptor's entry rests while its readiness waits for a handler (see
     /// ``DescriptorSet``): the handler is about to run, so it reports again. With `verify`,
     /// returns whether the number still names the source's file.
     func readinessTaken(_ token: Int, verify: Bool) -> Bool {
-        guard case .descriptor(let fd, _, let file) = watchers[token] else { return true }
+        guard case .descriptor(let fd, _, let file) = watcher(token) else { return true }
         // Not watched now (a nested run of another mode stopped it): asked directly.
         guard let taken = descriptors?.taken(token: token, fd: fd, verify: verify) else { return !verify || file.isNamed(by: fd) }
         for failed in taken.failed where failed != token { noteReady(failed, Self.failed) }
@@ -208,13 +219,28 @@ extension EvBackend {
     }
 
     func noteReady(_ token: Int, _ events: Int32) {
-        if let index = ready.firstIndex(where: { $0.token == token }) {
+        if let index = readyIndex(of: token) {
             ready[index].events |= events
+        } else if readyCount < ready.count {
+            ready[readyCount] = (token, events)
+            readyCount += 1
         } else {
             ready.append((token, events))
+            readyCount += 1
         }
         hasReady = true
         reasons.pointee |= WakeReasons.watcher.rawValue
         if events & Self.failed != 0 { stopWatcher(token) }  // e.g. the fd was closed: no busy loop
+    }
+
+    /// Where `token` is among the ``readyCount`` entries of ``ready``.
+    @inline(__always)
+    private func readyIndex(of token: Int) -> Int? {
+        var index = 0
+        while index < readyCount {
+            if ready[index].token == token { return index }
+            index += 1
+        }
+        return nil
     }
 }

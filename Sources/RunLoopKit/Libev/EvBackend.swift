@@ -85,9 +85,12 @@ final class EvBackend: LoopWaiter, ReadinessSink {
     var descriptorsWatcher: UnsafeMutablePointer<ev_io>?
     /// The main loop's watcher of libdispatch's main-queue eventfd (see EvBackend+MainQueue.swift).
     @exclusivity(unchecked) var mainQueueWatcher: UnsafeMutablePointer<ev_io>?
-    /// Tokens whose watchers fired during the last wait, with what fired.
+    /// Tokens whose watchers fired during the last wait, with what fired: the first
+    /// ``readyCount`` entries. The array is never shortened, so taking them frees nothing and
+    /// noting them seldom allocates.
     @exclusivity(unchecked) var ready: [(token: Int, events: Int32)] = []
-    /// Whether a watcher reported readiness not yet taken with ``takeReady()``, a watched
+    @exclusivity(unchecked) var readyCount = 0
+    /// Whether a watcher reported readiness not yet taken with ``takeReady(_:)``, a watched
     /// descriptor is always ready (see ``DescriptorSet``), or the libev libraries' watchers have
     /// events (``libraryEventsArrived``): kept with them, read every pass.
     @exclusivity(unchecked) var hasReady = false
@@ -302,7 +305,7 @@ final class EvBackend: LoopWaiter, ReadinessSink {
     func destroy() {
         guard !destroyed else { return }
         destroyed = true
-        for token in Array(watchers.keys) { removeWatcher(token) }
+        for token in (watcherTables?.watchers.indices).map(Array.init) ?? [] where watcher(token) != nil { removeWatcher(token) }
         if fallbackTimerActive { stopFallbackTimer() }
         destroyLibraryLoop()
         closeDescriptorSet()

@@ -5,7 +5,7 @@ struct WakeReasons: OptionSet, Sendable {
     static let wakeUp = WakeReasons(rawValue: 1 << 0)
     /// The planned deadline passed.
     static let deadline = WakeReasons(rawValue: 1 << 1)
-    /// A watcher of a version-1 source reported readiness (see ``LoopWaiter/takeReady()``).
+    /// A watcher of a version-1 source reported readiness (see ``LoopWaiter/takeReady(_:)``).
     static let watcher = WakeReasons(rawValue: 1 << 2)
     /// libdispatch's main queue has work (main loop only).
     static let mainQueue = WakeReasons(rawValue: 1 << 3)
@@ -66,15 +66,20 @@ protocol LoopWaiter: AnyObject {
     /// Tears down: no call but ``wakeUp()`` (a no-op then) may follow.
     func destroy()
 
-    /// A stopped watcher for a version-1 source; its token.
+    /// A stopped watcher for a version-1 source; its token, from 1 up: a removed watcher's token
+    /// goes to a later watcher, so tables indexed by token stay as long as the watchers at once.
     func addWatcher(_ kind: WatcherKind) -> Int
     func startWatcher(_ token: Int)
     func stopWatcher(_ token: Int)
     func removeWatcher(_ token: Int)
-    /// Whether a watcher reported readiness not yet taken with ``takeReady()``.
+    /// Whether a watcher reported readiness not yet taken with ``takeReady(_:)``.
     var hasReady: Bool { get }
-    /// The watchers that fired since the last call, with what fired.
-    func takeReady() -> [(token: Int, events: Int32)]
+    /// Brings the watchers' readiness up to date; returns whether any is to be taken (loop's
+    /// thread, outside the loop's lock).
+    func gatherReady() -> Bool
+    /// Hands `body` each watcher that fired since the last call, with what fired, and forgets
+    /// them; `body` must not call the waiter. No array is made for them.
+    func takeReady(_ body: (_ token: Int, _ events: Int32) -> Void)
     /// The engine took `token`'s readiness for its source's handler, about to run: a watcher
     /// that stopped reporting while that readiness waited (a descriptor's) reports again. With
     /// `verify` (code ran on the loop's thread since the readiness came), returns whether a
@@ -122,7 +127,7 @@ enum WatcherKind {
     case libraryLoop
 }
 
-/// Readiness bits reported by ``LoopWaiter/takeReady()`` (libev's `EV_READ`, `EV_WRITE` and
+/// Readiness bits reported by ``LoopWaiter/takeReady(_:)`` (libev's `EV_READ`, `EV_WRITE` and
 /// `EV_ERROR`, so the libev layer passes them through as they are).
 enum ReadinessBits {
     static let readable: Int32 = 0x01

@@ -34,7 +34,8 @@ final class VirtualWaiter: LoopWaiter, @unchecked Sendable {
     private var wakeRequested = false
     private var sleeps = 0
     private var watchers: [Int: WatcherKind] = [:]
-    private var nextToken = 0
+    /// Tokens of removed watchers, for the next ones (tokens stay small, as the protocol says).
+    private var freeTokens: [Int] = []
 
     /// A clock that starts at `start` (the real clock's reading, by default, so that timers made
     /// with dates of the real clock are where they would be).
@@ -160,17 +161,22 @@ final class VirtualWaiter: LoopWaiter, @unchecked Sendable {
 
     func addWatcher(_ kind: WatcherKind) -> Int {
         locked {
-            nextToken += 1
-            watchers[nextToken] = kind
-            return nextToken
+            let token = freeTokens.popLast() ?? watchers.count + 1  // 1...count are all taken
+            watchers[token] = kind
+            return token
         }
     }
 
     func startWatcher(_ token: Int) {}
     func stopWatcher(_ token: Int) {}
-    func removeWatcher(_ token: Int) { _ = locked { watchers.removeValue(forKey: token) } }
+    func removeWatcher(_ token: Int) {
+        locked {
+            if watchers.removeValue(forKey: token) != nil { freeTokens.append(token) }
+        }
+    }
     var hasReady: Bool { false }
-    func takeReady() -> [(token: Int, events: Int32)] { [] }
+    func gatherReady() -> Bool { false }
+    func takeReady(_ body: (_ token: Int, _ events: Int32) -> Void) {}
     func readinessTaken(_ token: Int, verify: Bool) -> Bool { true }
     func rearmWatchers() {}
     func route(_ signal: Int32) {}
