@@ -9,7 +9,14 @@
 /// (``remove(_:)``). Sequences only grow, so entries stay in order by them; a source that joins
 /// the mode while ready goes in at its own sequence's place. Under the loop's lock.
 struct ReadyQueue {
-    private var entries: [(sequence: UInt64, core: EvSource1Core)] = []
+    /// A struct, not a tuple: emptying the array then destroys its entries with no generic
+    /// value-witness calls.
+    private struct Entry {
+        let sequence: UInt64
+        let core: EvSource1Core
+    }
+
+    private var entries: [Entry] = []
     /// Entries before `head` are gone; the array is shifted down when they are half of it.
     private var head = 0
 
@@ -19,9 +26,9 @@ struct ReadyQueue {
     mutating func append(_ core: EvSource1Core, sequence: UInt64, readyCount: Int, isLive: (EvSource1Core, UInt64) -> Bool) {
         if let last = entries.last, last.sequence > sequence {
             let place = entries[head...].partitioningIndex { $0.sequence > sequence }
-            entries.insert((sequence, core), at: place)
+            entries.insert(Entry(sequence: sequence, core: core), at: place)
         } else {
-            entries.append((sequence, core))
+            entries.append(Entry(sequence: sequence, core: core))
         }
         if entries.count - head > 2 * readyCount + 16 { dropStale(isLive) }
     }
@@ -30,7 +37,7 @@ struct ReadyQueue {
     mutating func first(isLive: (EvSource1Core, UInt64) -> Bool) -> (sequence: UInt64, core: EvSource1Core)? {
         while head < entries.count {
             let entry = entries[head]
-            if isLive(entry.core, entry.sequence) { return entry }
+            if isLive(entry.core, entry.sequence) { return (entry.sequence, entry.core) }
             removeFirst()
         }
         return nil
@@ -38,7 +45,7 @@ struct ReadyQueue {
 
     /// The front entry, live or stale.
     var front: (sequence: UInt64, core: EvSource1Core)? {
-        head < entries.count ? entries[head] : nil
+        head < entries.count ? (entries[head].sequence, entries[head].core) : nil
     }
 
     /// Drops the front entry (the one ``first(isLive:)`` returned, now handled, or a stale one).

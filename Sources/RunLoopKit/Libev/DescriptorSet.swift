@@ -82,6 +82,8 @@ final class DescriptorSet {
         /// The bits of the watchers `readiness` is for (see ``pending``); all ones when one of
         /// them has no bit, and such a report never rests.
         func watchers(readyFor readiness: Int32) -> UInt32 {
+            // The usual entry: one watcher.
+            if watchers.count == 1 { return watchers[0].events & readiness != 0 ? 1 : 0 }
             var mask: UInt32 = 0
             for (index, watcher) in watchers.enumerated() where watcher.events & readiness != 0 {
                 guard index < 32 else { return .max }
@@ -227,17 +229,26 @@ final class DescriptorSet {
     /// and opened another file under it), the entry is re-armed or, always ready, looked at even
     /// if armed: its readiness is not handed on for a file the number no longer names.
     func taken(token: Int, fd: Int32, verify: Bool) -> (failed: [Int], stillNamed: Bool)? {
-        guard let entry = entry(fd) else { return nil }
-        guard verify || entry.pending != 0 || !entry.armed else { return ([], true) }
-        guard let index = entry.watchers.firstIndex(where: { $0.token == token }) else { return nil }
-        if index < 32 { entries[Int(fd)]!.pending &= ~(1 << UInt32(index)) }
-        if entry.alwaysReady {
-            guard verify, !entry.file.isNamed(by: fd) else { return ([], true) }
-            return (drop(entry, for: fd), false)
-        }
-        guard verify || !entry.armed else { return ([], true) }
-        let failed = install(fd, adding: false)
+        // Read in place: a copy of the entry would retain its watchers.
+        let slot = Int(fd)
+        guard slot < entries.count, entries[slot] != nil else { return nil }
+        let armed = entries[slot]!.armed
+        guard verify || entries[slot]!.pending != 0 || !armed else { return ([], true) }
+        guard let index = entries[slot]!.watchers.firstIndex(where: { $0.token == token }) else { return nil }
+        if index < 32 { entries[slot]!.pending &= ~(1 << UInt32(index)) }
+        if entries[slot]!.alwaysReady { return takenAlwaysReady(fd, verify: verify) }
+        guard verify || !armed else { return ([], true) }
+        if installed(fd, adding: false) { return ([], true) }
+        let failed = dropDead(fd)
         return (failed, !failed.contains(token))
+    }
+
+    /// ``taken(token:fd:verify:)`` of an always-ready entry: looked at only with `verify`.
+    @inline(never)
+    private func takenAlwaysReady(_ fd: Int32, verify: Bool) -> (failed: [Int], stillNamed: Bool) {
+        let entry = entries[Int(fd)]!
+        guard verify, !entry.file.isNamed(by: fd) else { return ([], true) }
+        return (drop(entry, for: fd), false)
     }
 
     /// Re-arms every resting entry and forgets what was reported: before a sleep, when no
@@ -288,23 +299,43 @@ final class DescriptorSet {
 
     private func report<Sink: ReadinessSink>(_ event: epoll_event, to sink: Sink) {
         let fd = Int32(truncatingIfNeeded: event.data.u64)
-        guard let entry = entry(fd), entry.generation == UInt32(truncatingIfNeeded: event.data.u64 >> 32) else {
+        let slot = Int(fd)
+        // Read in place, as every field below: a copy of the entry would retain its watchers.
+        guard slot < entries.count, let generation = entries[slot]?.generation,
+              generation == UInt32(truncatingIfNeeded: event.data.u64 >> 32) else {
             return  // a lingering entry of a closed descriptor: one-shot, so never again
         }
         let bits = event.events
         let broken = bits & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
         let readiness = (broken || bits & EPOLLIN.rawValue != 0 ? EvBackend.readable : 0)
             | (broken || bits & EPOLLOUT.rawValue != 0 ? EvBackend.writable : 0)
-        let told = entry.watchers(readyFor: readiness)
-        if told != .max && told & ~entry.pending == 0 {
+        let told = entries[slot]!.watchers(readyFor: readiness)
+        if told != .max && told & ~entries[slot]!.pending == 0 {
             // Every watcher it is for waits for its handler: rest until one's readiness is taken
             // (taken(token:fd:)), instead of a re-arm and a report at every pass until then.
-            entries[Int(fd)]!.armed = false
+            entries[slot]!.armed = false
             restingCount += 1
             return
         }
-        if told != .max { entries[Int(fd)]!.pending |= told }
-        let failed = install(fd, adding: false)
+        if told != .max { entries[slot]!.pending |= told }
+        guard installed(fd, adding: false) else { return reportDead(fd, readiness, to: sink) }
+        if entries[slot]!.watchers.count == 1 {
+            let watcher = entries[slot]!.watchers[0]
+            if watcher.events & readiness != 0 { sink.noteReady(watcher.token, watcher.events & readiness) }
+            return
+        }
+        let watchers = entries[slot]!.watchers
+        for watcher in watchers where watcher.events & readiness != 0 {
+            sink.noteReady(watcher.token, watcher.events & readiness)
+        }
+    }
+
+    /// ``report(_:to:)`` of an entry whose re-arm failed: its descriptor was closed, or names
+    /// another file.
+    @inline(never)
+    private func reportDead<Sink: ReadinessSink>(_ fd: Int32, _ readiness: Int32, to sink: Sink) {
+        let entry = entries[Int(fd)]!
+        let failed = dropDead(fd)
         // A re-arm succeeds only while `fd` still names the registered file, so only a failed one
         // needs to look: readiness of a file the number no longer names is an error alone.
         let stillNamed = failed.isEmpty || entry.file.isNamed(by: fd)
@@ -318,6 +349,13 @@ final class DescriptorSet {
     /// mask (`EPOLL_CTL_MOD`). Returns the tokens of a dead entry (its descriptor closed), which
     /// is dropped; `errno` then says why.
     private func install(_ fd: Int32, adding: Bool) -> [Int] {
+        installed(fd, adding: adding) ? [] : dropDead(fd)
+    }
+
+    /// ``install(_:adding:)`` up to the failure: whether the entry is in the kernel set (or
+    /// always ready). When not, the entry is left for ``dropDead(_:)``, `errno` saying why.
+    @inline(__always)
+    private func installed(_ fd: Int32, adding: Bool) -> Bool {
         let index = Int(fd)
         if !entries[index]!.armed {
             restingCount -= 1
@@ -326,20 +364,30 @@ final class DescriptorSet {
         var event = epoll_event()
         event.events = entries[index]!.kernelMask
         event.data.u64 = UInt64(UInt32(bitPattern: fd)) | UInt64(entries[index]!.generation) << 32
-        var result = retryingEINTR { epoll_ctl(descriptor, adding ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event) }
-        if result != 0 && adding && errno == EEXIST {
+        let result = retryingEINTR { epoll_ctl(descriptor, adding ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event) }
+        return result == 0 || adding && addRefused(fd, &event)
+    }
+
+    /// An `EPOLL_CTL_ADD` failed: whether the entry is in the set after all, or always ready.
+    @inline(never)
+    private func addRefused(_ fd: Int32, _ event: inout epoll_event) -> Bool {
+        if errno == EEXIST {
             // The kernel kept an entry for this very file, added under a number since closed
             // (see the type's comment): take it over.
-            result = retryingEINTR { epoll_ctl(descriptor, EPOLL_CTL_MOD, fd, &event) }
+            if retryingEINTR({ epoll_ctl(descriptor, EPOLL_CTL_MOD, fd, &event) }) == 0 { return true }
         }
-        if result == 0 { return [] }
-        if errno == EPERM && adding {
-            entries[index]!.alwaysReady = true
-            alwaysReadyCount += 1
-            return []
-        }
+        guard errno == EPERM else { return false }
+        entries[Int(fd)]!.alwaysReady = true
+        alwaysReadyCount += 1
+        return true
+    }
+
+    /// Drops `fd`'s entry, which ``installed(_:adding:)`` could not put in the kernel set;
+    /// returns its tokens, with `errno` kept.
+    @inline(never)
+    private func dropDead(_ fd: Int32) -> [Int] {
         let error = errno
-        let tokens = entries[index]!.watchers.map(\.token)
+        let tokens = entries[Int(fd)]!.watchers.map(\.token)
         forget(fd)
         errno = error
         return tokens
