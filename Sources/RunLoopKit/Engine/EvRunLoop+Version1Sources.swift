@@ -166,10 +166,12 @@ extension EvRunLoop {
         sourceState.pendingEvents |= events
         if token != 0 || !wasReady { sourceState.readyToken = token }
         guard !wasReady else { return false }
-        state.readySequence &+= 1
-        sourceState.readySequence = state.readySequence
+        sourceState.readySequence = state.withTables { tables in
+            tables.readySource1Count += 1
+            tables.readySequence &+= 1
+            return tables.readySequence
+        }
         if case .fileDescriptor = core.kind { sourceState.readyStamp = recorder.userCodeStamp }
-        state.readySource1Count += 1
         for mode in sourceState.modes {
             if let modeState = state.existingModeState(mode) { enqueueReady(core, sourceState.readySequence, in: modeState, &state) }
         }
@@ -211,8 +213,10 @@ extension EvRunLoop {
 
     /// A ready source was handled or left: with none left, the passes stop looking.
     private func noteReadinessTaken(_ state: inout LoopState) {
-        state.readySource1Count -= 1
-        if state.readySource1Count == 0 && state.libevReadySequence == 0 { clearHint(Hint.readySource1s) }
+        state.withTables { tables in
+            tables.readySource1Count -= 1
+            if tables.readySource1Count == 0 && tables.libevReadySequence == 0 { clearHint(Hint.readySource1s) }
+        }
     }
 
     /// Whether a version-1 source of `mode` is ready, so the next wait must not block.
@@ -224,7 +228,7 @@ extension EvRunLoop {
     private func hasReadySource1(in modeState: ModeState, _ state: inout LoopState) -> Bool {
         let mode = modeState.mode
         return libevSourcesReady(in: mode, &state)
-            || modeState.readySources.first { isReady($0, $1, in: mode) } != nil
+            || modeState.readySources.hasLive { isReady($0, $1, in: mode) }
     }
 
     /// R38: handles at most one ready version-1 source of `mode`, the one ready longest (the

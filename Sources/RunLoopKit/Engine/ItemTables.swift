@@ -86,6 +86,15 @@ extension LoopState {
 }
 
 extension LoopState {
+    /// Runs `body` with ``tables``, made now if there were none, borrowed: each property above
+    /// retains and releases them, on every ready version-1 source's way. Tables, once made,
+    /// live as long as the state.
+    @inline(__always)
+    mutating func withTables<Result>(_ body: (ItemTables) -> Result) -> Result {
+        if tables == nil { tables = ItemTables() }
+        return Unmanaged.passUnretained(tables.unsafelyUnwrapped)._withUnsafeGuaranteedRef(body)
+    }
+
     /// Whether `timer` was added to `.common` (R12). Asked on every timer's removal, so it reads
     /// the tables in place: no empty table is made for a loop that has none.
     @inline(__always)

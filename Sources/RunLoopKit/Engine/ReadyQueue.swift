@@ -43,6 +43,17 @@ struct ReadyQueue {
         return nil
     }
 
+    /// Whether a live entry is queued, with the stale entries before it dropped. The source is
+    /// lent to `isLive` unretained: its entry keeps it, and `isLive` does not change the queue.
+    mutating func hasLive(isLive: (EvSource1Core, UInt64) -> Bool) -> Bool {
+        while head < entries.count {
+            let sequence = entries[head].sequence
+            if Unmanaged.passUnretained(entries[head].core)._withUnsafeGuaranteedRef({ isLive($0, sequence) }) { return true }
+            removeFirst()
+        }
+        return false
+    }
+
     /// The front entry, live or stale.
     var front: (sequence: UInt64, core: EvSource1Core)? {
         head < entries.count ? (entries[head].sequence, entries[head].core) : nil

@@ -52,8 +52,9 @@ struct WatchSet {
     /// The source whose watcher `token` is.
     @inline(__always)
     func owner(of token: Int) -> EvSource1Core? {
-        guard let tables, token < tables.owners.count else { return nil }
-        return tables.owners[token]
+        // Borrowed: the tables, once made, live as long as the set.
+        guard let tables = tables.map(Unmanaged.passUnretained) else { return nil }
+        return tables._withUnsafeGuaranteedRef { token < $0.owners.count ? $0.owners[token] : nil }
     }
 
     mutating func setOwner(_ source: EvSource1Core?, of token: Int) {

@@ -39,8 +39,9 @@ extension EvBackend {
     /// The watcher `token` names, if it exists.
     @inline(__always)
     func watcher(_ token: Int) -> WatcherKind? {
-        guard let tables = watcherTables, token < tables.watchers.count else { return nil }
-        return tables.watchers[token]
+        // Borrowed: the tables, once made, live as long as the backend.
+        guard let tables = watcherTables.map(Unmanaged.passUnretained) else { return nil }
+        return tables._withUnsafeGuaranteedRef { token < $0.watchers.count ? $0.watchers[token] : nil }
     }
 
     /// Started signal watchers: the tokens watching each signal.
@@ -171,8 +172,11 @@ extension EvBackend {
     /// returns whether the number still names the source's file.
     func readinessTaken(_ token: Int, verify: Bool) -> Bool {
         guard case .descriptor(let fd, _, let file) = watcher(token) else { return true }
-        // Not watched now (a nested run of another mode stopped it): asked directly.
-        guard let taken = descriptors?.taken(token: token, fd: fd, verify: verify) else { return !verify || file.isNamed(by: fd) }
+        // Borrowed: only the teardown lets the set go. Not watched now (a nested run of another
+        // mode stopped it): asked directly.
+        guard let taken = descriptors.map(Unmanaged.passUnretained)?._withUnsafeGuaranteedRef({
+            $0.taken(token: token, fd: fd, verify: verify)
+        }) else { return !verify || file.isNamed(by: fd) }
         for failed in taken.failed where failed != token { noteReady(failed, Self.failed) }
         return taken.stillNamed
     }
