@@ -46,7 +46,7 @@ final class DescriptorSet {
     let descriptor: Int32
     /// Indexed by descriptor number, as libev's own table is (numbers are small and reused
     /// lowest first): an event finds its entry with no hashing, and changes it in place.
-    @exclusivity(unchecked) private var entries: [Entry?] = []
+    @exclusivity(unchecked) private var entries = EntryTable()
     @exclusivity(unchecked) private var entryCount = 0
     @exclusivity(unchecked) private var lastGeneration: UInt32 = 0
     @exclusivity(unchecked) private var alwaysReadyCount = 0
@@ -115,6 +115,46 @@ final class DescriptorSet {
         }
     }
 
+    /// The entries, indexed by descriptor number, in memory of the set's own: read and changed
+    /// in place, with no copy-on-write check (an array's costs one per change, and a read of an
+    /// entry through a function copies it, retaining its watchers). A slot is bounds-checked.
+    private struct EntryTable {
+        private var base: UnsafeMutablePointer<Entry?>?
+        private(set) var count = 0
+
+        subscript(index: Int) -> Entry? {
+            unsafeAddress {
+                precondition(index >= 0 && index < count, "DescriptorSet: no slot \(index)")
+                return UnsafePointer(base.unsafelyUnwrapped + index)
+            }
+            nonmutating unsafeMutableAddress {
+                precondition(index >= 0 && index < count, "DescriptorSet: no slot \(index)")
+                return base.unsafelyUnwrapped + index
+            }
+        }
+
+        var indices: Range<Int> { 0..<count }
+
+        /// Makes room for slot `index`, empty, and then some: numbers are reused lowest first.
+        mutating func grow(toHold index: Int) {
+            let newCount = max(index + 1, 2 * count, 16)
+            let grown = UnsafeMutablePointer<Entry?>.allocate(capacity: newCount)
+            if let base {
+                grown.moveInitialize(from: base, count: count)
+                base.deallocate()
+            }
+            (grown + count).initialize(repeating: nil, count: newCount - count)
+            base = grown
+            count = newCount
+        }
+
+        func deallocate() {
+            guard let base else { return }
+            base.deinitialize(count: count)
+            base.deallocate()
+        }
+    }
+
     /// A new, empty set; `nil` when the process has no descriptor left (errno says why).
     init?() {
         descriptor = retryingEINTR { epoll_create1(Int32(EPOLL_CLOEXEC)) }
@@ -127,6 +167,7 @@ final class DescriptorSet {
         InternalDescriptors.remove(descriptor)
         close(descriptor)
         eventBuffer.deallocate()
+        entries.deallocate()
     }
 
     /// Whether no descriptor is watched: then nothing of the set's can be reported (a lingering
@@ -140,7 +181,7 @@ final class DescriptorSet {
 
     /// Gives `fd` `entry` (it had none).
     private func store(_ entry: Entry, for fd: Int32) {
-        if Int(fd) >= entries.count { entries += repeatElement(nil, count: Int(fd) + 1 - entries.count) }
+        if Int(fd) >= entries.count { entries.grow(toHold: Int(fd)) }
         if entries[Int(fd)] == nil { entryCount += 1 }
         entries[Int(fd)] = entry
     }
