@@ -1,5 +1,6 @@
 #if Metrics
 import CoreMetrics
+import Foundation
 import MetricsTestKit
 import RunLoopKit
 import RunLoopKitMetrics
@@ -28,6 +29,10 @@ import Testing
         let metrics = TestMetrics()
         let exporter = EvLoopMetricsExporter(loop: loop, label: "loop", dimensions: [("name", "worker")], factory: metrics)
         work(on: loop, timers: 3, blocks: 2)
+        // Asleep: no iteration between the export and the look at the loop's count below.
+        let safetyNet = ContinuousClock.now + .seconds(30)
+        while !loop.isWaiting && ContinuousClock.now < safetyNet { sched_yield() }
+        #expect(loop.isWaiting)
         exporter.export()
         let timers = try metrics.expectCounter("loop_callouts_total", [("name", "worker"), ("kind", "timer")])
         let blocks = try metrics.expectCounter("loop_callouts_total", [("name", "worker"), ("kind", "block")])

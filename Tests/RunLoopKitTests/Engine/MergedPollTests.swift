@@ -35,7 +35,10 @@ import Testing
     @Test func R16_aPerformThatEmptiesTheModeEndsTheRun() {
         let result = onLoopThread { loop in
             let own = Box<EvSource?>(nil)
-            let source = EvSource { own.get?.invalidate() }
+            let source = EvSource {
+                own.get?.invalidate()
+                own.set(nil)  // the box and the source's handler would hold each other
+            }
             own.set(source)
             loop.add(source, forMode: .default)
             source.signal()
