@@ -185,9 +185,11 @@ import Testing
     }
 
     /// A libev library's prepare callback runs in every wait of a mode that holds an
-    /// ``EvLibevSource``, the poll after a perform included: a source it signals there, with no
+    /// ``EvLibevSource``, the poll after a perform included, and its check callback after every
+    /// poll of such a wait, in the version-1 step: a source either signals there, with no
     /// wake-up, performs in the next pass, before the loop sleeps.
-    @Test func aSourceSignalledByALibraryPrepareCallbackInThePollAfterAPerformRunsWithoutAWakeUp() {
+    @Test(arguments: ["prepare", "check"])
+    func aSourceSignalledByALibraryCallbackOfThePollAfterAPerformRunsWithoutAWakeUp(_ phase: String) {
         let log = EventLog<String>()
         let result = onLoopThread { loop -> EvRunLoop.RunResult in
             let library = EvLibevSource()
@@ -197,13 +199,13 @@ import Testing
                 log.append("second")
                 loop.stop()
             }
-            let prepare = LibraryWatcher(.prepare) {
+            let watcher = LibraryWatcher(phase == "prepare" ? .prepare : .check) {
                 guard armed.get else { return }
                 armed.set(false)
-                log.append("prepare")
+                log.append(phase)
                 second.signal()
             }
-            library.withEventLoop { prepare.start($0) }
+            library.withEventLoop { watcher.start($0) }
             let first = EvSource {
                 log.append("first")
                 armed.set(true)
@@ -212,48 +214,12 @@ import Testing
             loop.add(second, forMode: .default)
             first.signal()
             let result = loop.run(mode: .default, timeout: .seconds(20))
-            library.withEventLoop { prepare.stop($0) }
+            library.withEventLoop { watcher.stop($0) }
             library.invalidate()
             return result
         }
         #expect(result == .stopped)
-        #expect(log.all == ["first", "prepare", "second"])
-    }
-
-    /// A libev library's check callback runs after every poll of such a wait, in the version-1
-    /// step: after the poll that follows a perform, before the loop sleeps, and a source it
-    /// signals with no wake-up performs in the pass after.
-    @Test func aSourceSignalledByALibraryCheckCallbackAfterThePollAfterAPerformRunsWithoutAWakeUp() {
-        let log = EventLog<String>()
-        let result = onLoopThread { loop -> EvRunLoop.RunResult in
-            let library = EvLibevSource()
-            loop.add(library, forMode: .default)
-            let armed = Box(false)
-            let second = EvSource {
-                log.append("second")
-                loop.stop()
-            }
-            let check = LibraryWatcher(.check) {
-                guard armed.get else { return }
-                armed.set(false)
-                log.append("check")
-                second.signal()
-            }
-            library.withEventLoop { check.start($0) }
-            let first = EvSource {
-                log.append("first")
-                armed.set(true)
-            }
-            loop.add(first, forMode: .default)
-            loop.add(second, forMode: .default)
-            first.signal()
-            let result = loop.run(mode: .default, timeout: .seconds(20))
-            library.withEventLoop { check.stop($0) }
-            library.invalidate()
-            return result
-        }
-        #expect(result == .stopped)
-        #expect(log.all == ["first", "check", "second"])
+        #expect(log.all == ["first", phase, "second"])
     }
 
     /// The merged sleep stands for the pass CF would have begun, and counts as its iteration:
