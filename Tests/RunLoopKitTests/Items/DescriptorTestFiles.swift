@@ -13,7 +13,7 @@ func reservedDescriptorNumber(_ index: Int32) -> Int32 {
     return Int32(min(limit.rlim_cur, 4_096)) - 1 - index
 }
 
-/// A pipe whose ends are closed when the test is done.
+/// A pipe for a test to watch; the test closes its ends when it is done.
 struct DescriptorPipe: Sendable {
     let readEnd: Int32
     let writeEnd: Int32
@@ -30,6 +30,7 @@ struct DescriptorPipe: Sendable {
         (readEnd, writeEnd) = (number, pipe.writeEnd)
     }
     func write(_ byte: UInt8 = 1) { var byte = byte; precondition(Foundation.write(writeEnd, &byte, 1) == 1) }
+    func readByte() { var byte: UInt8 = 0; _ = read(readEnd, &byte, 1) }
     func drain() { var buffer = [UInt8](repeating: 0, count: 64); _ = read(readEnd, &buffer, 64) }
     func close() { Foundation.close(readEnd); Foundation.close(writeEnd) }
 }

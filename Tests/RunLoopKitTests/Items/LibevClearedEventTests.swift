@@ -13,8 +13,9 @@ import Testing
     /// and the run still returns handledSource with one libev-source callout.
     @Test(arguments: Drop.allCases)
     func R38_aBatchWhoseOnlyEventWasDroppedAfterTheWaitStillCountsAsHandled(_ drop: Drop) {
-        let pipe = TestPipe()
-        pipe.writeByte()
+        let pipe = DescriptorPipe()
+        defer { pipe.close() }
+        pipe.write()
         let outcome = onLoopThread { loop -> (EvRunLoop.RunResult, wasPending: Bool, calls: Int, libevCallouts: UInt64) in
             let source = EvLibevSource()
             loop.add(source, forMode: .default)

@@ -12,8 +12,9 @@ import TestSupport
     /// callout (named so to a stall monitor and counted in the metrics), and the run returns
     /// handledSource.
     @Test func R38_aLibraryCallbackRunsInTheVersion1StepAsTheSourcesCallout() {
-        let pipe = TestPipe()
-        pipe.writeByte()
+        let pipe = DescriptorPipe()
+        defer { pipe.close() }
+        pipe.write()
         let log = EventLog<String>()
         let (result, metrics) = onLoopThread { loop -> (EvRunLoop.RunResult, EvRunLoop.Metrics) in
             let source = EvLibevSource()
@@ -39,7 +40,8 @@ import TestSupport
     /// callback waits, and the loop sleeps (a handful of iterations, not a spin). It runs as soon
     /// as a mode with the source runs.
     @Test func R37_aLibraryCallbackWaitsWhileAModeWithoutTheSourceRunsAndTheLoopDoesNotSpin() {
-        let pipe = TestPipe()
+        let pipe = DescriptorPipe()
+        defer { pipe.close() }
         let calls = Box(0)
         let outcome = onLoopThread { loop -> (tracking: EvRunLoop.RunResult, iterations: UInt64, callsThen: Int, after: EvRunLoop.RunResult) in
             let tracking = EvRunLoop.Mode("tracking")
@@ -53,7 +55,7 @@ import TestSupport
             source.withEventLoop { watcher.start($0) }
             // Registered with the kernel by a poll of the default mode first: not watched later anyway.
             _ = loop.run(mode: .default, timeout: .zero)
-            pipe.writeByte()
+            pipe.write()
             let before = loop.metrics.iterations
             let trackingResult = loop.run(mode: tracking, timeout: .milliseconds(100))
             let iterations = loop.metrics.iterations - before
@@ -108,7 +110,8 @@ import TestSupport
     /// the same mode is handled, and a stop from another thread ends the sleep (the library loop
     /// embeds the loop's own, whose descriptors carry all three).
     @Test func R22_whatWakesALoopStillWakesItWhileItSleepsInTheLibraryLoop() throws {
-        let pipe = TestPipe()
+        let pipe = DescriptorPipe()
+        defer { pipe.close() }
         let log = EventLog<String>()
         let asleep = Latch()
         let tid = Box<Int32>(-1)
@@ -138,7 +141,7 @@ import TestSupport
         #expect(asleep.wait())
         #expect(isInLibevPoll(loop, thread: tid.get))
         #expect(backend.watchedLibrary != nil)
-        pipe.writeByte()
+        pipe.write()
         #expect(asleep.wait())
         #expect(isInLibevPoll(loop, thread: tid.get))
         loop.stop()
@@ -153,7 +156,8 @@ import TestSupport
             var log: [String] = []
             let source = EvLibevSource()
             loop.add(source, forMode: .default)
-            let pipe = TestPipe()
+            let pipe = DescriptorPipe()
+            defer { pipe.close() }
             let watcher = LibraryWatcher(.readable(pipe.readEnd)) {}
             let attached = source.withEventLoop { evLoop in
                 watcher.start(evLoop)
@@ -177,8 +181,9 @@ import TestSupport
     @Test func R4_aThreadThatExitsRunsTheDetachHandlersBeforeTheLibevLoopGoes() {
         let detached = Box<String?>(nil)
         let source = EvLibevSource()
-        let pipe = TestPipe()
-        pipe.writeByte()
+        let pipe = DescriptorPipe()
+        defer { pipe.close() }
+        pipe.write()
         onLoopThread { loop in
             loop.add(source, forMode: .common)
             let watcher = LibraryWatcher(.readable(pipe.readEnd)) {}
@@ -215,8 +220,10 @@ import TestSupport
     /// R58 and `ev_break`: a library callback may run the loop again (the nested run handles the
     /// next library event), and `ev_break` from a callback changes nothing.
     @Test func R58_aLibraryCallbackMayRunTheLoopAgainAndEvBreakChangesNothing() {
-        let pipe = TestPipe()
-        let second = TestPipe()
+        let pipe = DescriptorPipe()
+        defer { pipe.close() }
+        let second = DescriptorPipe()
+        defer { second.close() }
         let log = onLoopThread { loop -> [String] in
             var log: [String] = []
             let source = EvLibevSource()
@@ -228,16 +235,16 @@ import TestSupport
             let outer = LibraryWatcher(.readable(pipe.readEnd)) {
                 pipe.readByte()
                 source.withEventLoop { ev_break($0, Int32(EVBREAK_ALL)) }
-                second.writeByte()
+                second.write()
                 log.append("nested: \(loop.run(mode: .default, timeout: .seconds(10), returnAfterSourceHandled: true))")
             }
             source.withEventLoop { evLoop in
                 outer.start(evLoop)
                 inner.start(evLoop)
             }
-            pipe.writeByte()
+            pipe.write()
             log.append("outer: \(loop.run(mode: .default, timeout: .seconds(10), returnAfterSourceHandled: true))")
-            pipe.writeByte()
+            pipe.write()
             log.append("again: \(loop.run(mode: .default, timeout: .seconds(10), returnAfterSourceHandled: true))")
             source.invalidate()
             return log

@@ -12,8 +12,9 @@ import Testing
     /// prepare watcher, queued again by every wait, ended every wait before its poll: the loop
     /// spun and no other library event was seen.
     @Test func aPrepareWatcherRunsBeforeThePollAndTheLoopStillPolls() {
-        let pipe = TestPipe()
-        pipe.writeByte()
+        let pipe = DescriptorPipe()
+        defer { pipe.close() }
+        pipe.write()
         let log = EventLog<String>()
         let result = onLoopThread { loop -> EvRunLoop.RunResult in
             let source = EvLibevSource()
@@ -42,7 +43,8 @@ import Testing
     /// An event a library feeds from library code (`ev_feed_event`) is an event like any other:
     /// its callback runs in the version-1 step, as a handled source, not inside the wait.
     @Test func aFedEventRunsInTheVersion1StepAsAHandledSource() {
-        let pipe = TestPipe()
+        let pipe = DescriptorPipe()
+        defer { pipe.close() }
         let log = EventLog<String>()
         let result = onLoopThread { loop -> EvRunLoop.RunResult in
             let source = EvLibevSource()
@@ -65,8 +67,9 @@ import Testing
     /// libev runs fork watchers once after `ev_loop_fork`, before its next poll, and then
     /// rebuilds its kernel state; held back, they were queued again at every wait.
     @Test func aForkWatcherRunsOnceAfterEvLoopFork() {
-        let pipe = TestPipe()
-        pipe.writeByte()
+        let pipe = DescriptorPipe()
+        defer { pipe.close() }
+        pipe.write()
         let log = EventLog<String>()
         let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
             let source = EvLibevSource()
@@ -140,7 +143,8 @@ import Testing
     /// A prepare callback runs inside the wait, before it blocks: a run nested in it that sleeps
     /// ends the enclosing sleep too, so a wake-up made after the nested run is not lost.
     @Test func aWakeUpAfterARunNestedInAPrepareCallbackEndsTheSleep() {
-        let trackingPipe = TestPipe()
+        let trackingPipe = DescriptorPipe()
+        defer { trackingPipe.close() }
         let nestedAsleep = Latch()
         let nestedRunEnded = Latch()
         let handled = Box(false)
@@ -167,7 +171,7 @@ import Testing
             source.invalidate()
         }
         #expect(nestedAsleep.wait())
-        trackingPipe.writeByte()
+        trackingPipe.write()
         #expect(nestedRunEnded.wait())
         signal.signal()
         loop.wakeUp()

@@ -95,30 +95,3 @@ final class LibraryWatcher {
         watcher.deallocate()
     }
 }
-
-/// A pipe whose read end a test watches; closed on deinit.
-final class TestPipe: Sendable {
-    let readEnd: Int32
-    let writeEnd: Int32
-
-    init() {
-        var fds: [Int32] = [0, 0]
-        precondition(pipe(&fds) == 0)
-        (readEnd, writeEnd) = (fds[0], fds[1])
-    }
-
-    func writeByte() {
-        var byte: UInt8 = 1
-        precondition(write(writeEnd, &byte, 1) == 1)
-    }
-
-    func readByte() {
-        var byte: UInt8 = 0
-        _ = read(readEnd, &byte, 1)
-    }
-
-    deinit {
-        close(readEnd)
-        close(writeEnd)
-    }
-}
