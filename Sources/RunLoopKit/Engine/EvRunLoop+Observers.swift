@@ -63,11 +63,26 @@ extension EvRunLoop {
     func detach(_ observer: EvObserver, from modes: ModeList, _ state: inout LoopState, _ observerState: inout ObserverState) {
         let leaving = modes.selecting { observerState.modes.contains($0) }
         observerState.modes.remove(leaving)
-        for mode in leaving { state.existingModeState(mode)?.observers.removeAll { $0.observer === observer } }
+        for mode in leaving {
+            guard let modeState = state.existingModeState(mode) else { continue }
+            modeState.observers.removeAll { $0.observer === observer }
+            modeState.observedActivities = modeState.observers.reduce([]) { $0.union($1.observer.activities) }
+        }
+        if !leaving.isEmpty { recomputeObservedActivities(state) }
         let id = ObjectIdentifier(observer)
         if observerState.modes.isEmpty, !state.commonObservers.contains(where: { $0.id == id }) {
             observerState.loop = nil
         }
+    }
+
+    /// The loop-wide mask from the modes' own after an observer left, so that a loop whose last
+    /// observer of a phase went skips that phase's lock again, and may merge polls (R20.6).
+    /// Under the loop's lock, as every change of the mask is; a pass that read a stale bit only
+    /// looks at its mode's list and finds nobody.
+    private func recomputeObservedActivities(_ state: LoopState) {
+        var union = state.defaultMode.observedActivities
+        for modeState in state.otherModes.values { union.formUnion(modeState.observedActivities) }
+        observedActivities.store(union.rawValue, ordering: .relaxed)
     }
 
     func detachEverywhere(_ observer: EvObserver, _ state: inout LoopState, _ observerState: inout ObserverState) {

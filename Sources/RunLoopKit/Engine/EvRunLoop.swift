@@ -39,7 +39,7 @@ public final class EvRunLoop: Sendable {
     let acceptsWakeUps = Atomic<Bool>(false)
     /// Lock-free hints that let a run skip steps with nothing to do (see ``Hint``).
     let hints = Atomic<UInt32>(0)
-    /// Every activity an observer of this loop ever asked for: other phases skip the lock.
+    /// Every activity an observer of one of the loop's modes asks for: other phases skip the lock.
     let observedActivities = Atomic<UInt32>(0)
     /// How many times a run was marked stopped, counted under the lock with the mark: a run that
     /// saw the same count before knows, without the lock, that no stop reached it since (R27).

@@ -146,7 +146,7 @@ final class ModeState: @unchecked Sendable {
     @exclusivity(unchecked) var readySources = ReadyQueue()
     /// Sorted by (order, time added) (R49).
     var observers: [(sequence: UInt64, observer: EvObserver)] = []
-    /// Every activity some observer of this mode ever asked for: phases outside it skip the list.
+    /// Every activity an observer of this mode asks for: phases outside it skip the list.
     var observedActivities: EvRunLoop.Activity = []
 
     init(_ mode: EvRunLoop.Mode) { self.mode = mode }

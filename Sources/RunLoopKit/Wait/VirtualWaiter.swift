@@ -33,6 +33,7 @@ final class VirtualWaiter: LoopWaiter, @unchecked Sendable {
     private var asleep = false
     private var wakeRequested = false
     private var sleeps = 0
+    private var polls = 0
     private var watchers: [Int: WatcherKind] = [:]
     /// Tokens of removed watchers, for the next ones (tokens stay small, as the protocol says).
     private var freeTokens: [Int] = []
@@ -67,6 +68,9 @@ final class VirtualWaiter: LoopWaiter, @unchecked Sendable {
 
     /// How many sleeps have ended so far.
     var sleepCount: Int { locked { sleeps } }
+
+    /// How many polls (looks without sleeping) the loop has made so far.
+    var pollCount: Int { locked { polls } }
 
     /// The deadline of the sleep planned or in progress, ``MonotonicTime/distantFuture`` if none.
     var plannedDeadline: MonotonicTime { locked { planned ? requested.date : .distantFuture } }
@@ -125,6 +129,7 @@ final class VirtualWaiter: LoopWaiter, @unchecked Sendable {
 
     func poll() -> WakeReasons {
         locked {
+            polls += 1
             guard wakeRequested else { return [] }
             wakeRequested = false
             return .wakeUp

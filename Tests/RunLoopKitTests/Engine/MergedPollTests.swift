@@ -1,5 +1,5 @@
 import Foundation
-import RunLoopKit
+@testable import RunLoopKit
 import Testing
 
 /// After a source is handled, CF polls and begins another pass; when no callout could run in
@@ -241,5 +241,35 @@ import Testing
         loop.wakeUp()
         #expect(finished.wait())
         #expect(iterations.get == 3)
+    }
+
+    /// R20.6 lets the poll merge only while no observer of the steps in between exists. Once
+    /// the loop's last such observer left, its cycles merge again; one in another mode of the
+    /// loop still keeps them apart (the check is loop-wide). Counted on a virtual wait: a
+    /// cycle that keeps CF's poll makes one, a merged one none.
+    @Test func R20_6_pollsMergeAgainOnceTheLastObserverOfTheStepsBetweenLeft() {
+        let polls = onVirtualLoopThread { loop, clock in
+            let source = EvSource {}
+            loop.add(source, forMode: .default)
+            let pollsOfOneCycle = {
+                let before = clock.pollCount
+                source.signal()
+                #expect(loop.run(mode: .default, timeout: .seconds(1)) == .timedOut)
+                return clock.pollCount - before
+            }
+            let observer = EvObserver(activities: .beforeWaiting) { _, _ in }
+            let other = EvRunLoop.Mode("other")
+            var counts = [pollsOfOneCycle()]
+            loop.add(observer, forMode: .default)
+            counts.append(pollsOfOneCycle())
+            loop.remove(observer, forMode: .default)
+            counts.append(pollsOfOneCycle())
+            loop.add(observer, forMode: other)
+            counts.append(pollsOfOneCycle())
+            observer.invalidate()
+            counts.append(pollsOfOneCycle())
+            return counts
+        }
+        #expect(polls == [0, 1, 0, 1, 0])
     }
 }
