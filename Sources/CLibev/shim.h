@@ -51,6 +51,12 @@ static inline ev_fork *clibev_embed_fork(ev_embed *w) { return &w->fork; }
 static inline void clibev_cleanup_init(ev_cleanup *w, clibev_cleanup_cb cb) { ev_cleanup_init(w, cb); }
 typedef void (*clibev_fork_cb)(struct ev_loop *loop, ev_fork *w, int revents);
 static inline void clibev_fork_init(ev_fork *w, clibev_fork_cb cb) { ev_fork_init(w, cb); }
+typedef void (*clibev_idle_cb)(struct ev_loop *loop, ev_idle *w, int revents);
+static inline void clibev_idle_init(ev_idle *w, clibev_idle_cb cb) { ev_idle_init(w, cb); }
+typedef void (*clibev_periodic_cb)(struct ev_loop *loop, ev_periodic *w, int revents);
+static inline void clibev_periodic_init(ev_periodic *w, clibev_periodic_cb cb, double offset, double interval) {
+    ev_periodic_init(w, cb, offset, interval, 0);
+}
 static inline int clibev_is_active(void *w) { return ev_is_active((ev_watcher *)w); }
 static inline int clibev_is_pending(void *w) { return ev_is_pending((ev_watcher *)w); }
 static inline void clibev_set_data(void *w, void *data) { ((ev_watcher *)w)->data = data; }

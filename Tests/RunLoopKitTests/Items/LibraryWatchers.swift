@@ -3,8 +3,8 @@ import Foundation
 import RunLoopKit
 
 /// Watchers started on an ``EvLibevSource``'s libev loop the way a libev library starts its own:
-/// an `ev_io`, `ev_timer`, `ev_prepare`, `ev_check`, `ev_fork` or `ev_cleanup` whose C callback
-/// calls a Swift closure. Made, started, stopped and called on the loop's thread only.
+/// an `ev_io`, `ev_timer`, `ev_prepare`, `ev_check`, `ev_fork`, `ev_cleanup`, `ev_async`, `ev_idle`
+/// or `ev_periodic` whose C callback calls a Swift closure. Made, started, stopped and called on the loop's thread only.
 final class LibraryWatcher {
     enum Kind {
         case readable(Int32)
@@ -13,6 +13,11 @@ final class LibraryWatcher {
         case check
         case fork
         case cleanup
+        /// An `ev_async`, which another thread may send (``sender(_:)``).
+        case async
+        case idle
+        /// An `ev_periodic` on the wall clock: at `offset` plus whole `interval`s.
+        case periodic(offset: Double, interval: Double)
     }
 
     private let kind: Kind
@@ -47,6 +52,18 @@ final class LibraryWatcher {
             let cleanup = UnsafeMutablePointer<ev_cleanup>.allocate(capacity: 1)
             clibev_cleanup_init(cleanup) { _, watcher, _ in LibraryWatcher.fire(watcher) }
             watcher = UnsafeMutableRawPointer(cleanup)
+        case .async:
+            let async = UnsafeMutablePointer<ev_async>.allocate(capacity: 1)
+            clibev_async_init(async) { _, watcher, _ in LibraryWatcher.fire(watcher) }
+            watcher = UnsafeMutableRawPointer(async)
+        case .idle:
+            let idle = UnsafeMutablePointer<ev_idle>.allocate(capacity: 1)
+            clibev_idle_init(idle) { _, watcher, _ in LibraryWatcher.fire(watcher) }
+            watcher = UnsafeMutableRawPointer(idle)
+        case .periodic(let offset, let interval):
+            let periodic = UnsafeMutablePointer<ev_periodic>.allocate(capacity: 1)
+            clibev_periodic_init(periodic, { _, watcher, _ in LibraryWatcher.fire(watcher) }, offset, interval)
+            watcher = UnsafeMutableRawPointer(periodic)
         }
         clibev_set_data(watcher, Unmanaged.passUnretained(self).toOpaque())
     }
@@ -64,6 +81,9 @@ final class LibraryWatcher {
         case .check: ev_check_start(evLoop, watcher.assumingMemoryBound(to: ev_check.self))
         case .fork: ev_fork_start(evLoop, watcher.assumingMemoryBound(to: ev_fork.self))
         case .cleanup: ev_cleanup_start(evLoop, watcher.assumingMemoryBound(to: ev_cleanup.self))
+        case .async: ev_async_start(evLoop, watcher.assumingMemoryBound(to: ev_async.self))
+        case .idle: ev_idle_start(evLoop, watcher.assumingMemoryBound(to: ev_idle.self))
+        case .periodic: ev_periodic_start(evLoop, watcher.assumingMemoryBound(to: ev_periodic.self))
         }
     }
 
@@ -75,6 +95,9 @@ final class LibraryWatcher {
         case .check: ev_check_stop(evLoop, watcher.assumingMemoryBound(to: ev_check.self))
         case .fork: ev_fork_stop(evLoop, watcher.assumingMemoryBound(to: ev_fork.self))
         case .cleanup: ev_cleanup_stop(evLoop, watcher.assumingMemoryBound(to: ev_cleanup.self))
+        case .async: ev_async_stop(evLoop, watcher.assumingMemoryBound(to: ev_async.self))
+        case .idle: ev_idle_stop(evLoop, watcher.assumingMemoryBound(to: ev_idle.self))
+        case .periodic: ev_periodic_stop(evLoop, watcher.assumingMemoryBound(to: ev_periodic.self))
         }
     }
 
@@ -91,7 +114,23 @@ final class LibraryWatcher {
         ev_feed_event(evLoop, watcher, events)
     }
 
+    /// What another thread needs to send this `ev_async` on `evLoop` (kept alive by the caller).
+    func sender(_ evLoop: OpaquePointer) -> AsyncSender {
+        AsyncSender(evLoop: UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(evLoop))), watcher: UInt(bitPattern: watcher))
+    }
+
     deinit {
         watcher.deallocate()
+    }
+}
+
+/// An `ev_async` and its loop, by address: `ev_async_send` is the one libev call a library may
+/// make from any thread.
+struct AsyncSender: Sendable {
+    let evLoop: UInt
+    let watcher: UInt
+
+    func send() {
+        ev_async_send(OpaquePointer(bitPattern: evLoop), UnsafeMutablePointer<ev_async>(bitPattern: watcher))
     }
 }
