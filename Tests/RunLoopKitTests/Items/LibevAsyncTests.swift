@@ -1,7 +1,6 @@
 import CLibev
 import Foundation
-@testable import RunLoopKit
-import TestSupport
+import RunLoopKit
 import Testing
 
 /// `ev_async_send` is the one libev call a library may make from any thread (a library's worker
@@ -12,13 +11,7 @@ import Testing
     @Test func aSendFromAnotherThreadEndsTheWaitAndItsCallbackRuns() {
         let log = EventLog<String>()
         let result = onLoopThread { loop -> EvRunLoop.RunResult in
-            let source = EvLibevSource()
-            loop.add(source, forMode: .default)
-            let async = LibraryWatcher(.async) { log.append("async") }
-            let sender = source.withEventLoop { evLoop in
-                async.start(evLoop)
-                return async.sender(evLoop)
-            }
+            let (source, async, sender) = startedAsync(on: loop) { log.append("async") }
             let sending = Thread {
                 #expect(spinUntil { loop.isWaiting })
                 sender.send()
@@ -36,13 +29,7 @@ import Testing
     @Test func aSendWhileAnotherModeRunsWaitsForAModeWithTheSource() {
         let log = EventLog<String>()
         let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
-            let source = EvLibevSource()
-            loop.add(source, forMode: .default)
-            let async = LibraryWatcher(.async) { log.append("async") }
-            let sender = source.withEventLoop { evLoop in
-                async.start(evLoop)
-                return async.sender(evLoop)
-            }
+            let (source, async, sender) = startedAsync(on: loop) { log.append("async") }
             let other = EvRunLoop.Mode("other")
             // The other mode's run sleeps through the send, and ends by a wake-up sent after it.
             let stopper = EvSource { loop.stop() }
@@ -65,6 +52,19 @@ import Testing
         #expect(results == [.stopped, .handledSource])
         #expect(log.all == ["sent", "other mode done", "async"])
     }
+}
+
+/// An `ev_async` started on a new ``EvLibevSource`` in `loop`'s default mode (loop's thread),
+/// and what another thread needs to send it.
+private func startedAsync(on loop: EvRunLoop, _ onEvent: @escaping () -> Void) -> (EvLibevSource, LibraryWatcher, AsyncSender) {
+    let source = EvLibevSource()
+    loop.add(source, forMode: .default)
+    let async = LibraryWatcher(.async, onEvent: onEvent)
+    let sender = source.withEventLoop { evLoop in
+        async.start(evLoop)
+        return async.sender(evLoop)
+    }
+    return (source, async, sender)
 }
 
 /// Idle and periodic watchers, which a library starts on a plain libev loop too: an active
