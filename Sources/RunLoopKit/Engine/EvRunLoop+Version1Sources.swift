@@ -151,7 +151,12 @@ extension EvRunLoop {
     /// loop's lock held).
     func markReady(_ core: EvSource1Core, events: Int32, fromWatcher token: Int, _ state: inout LoopState) {
         core.state.withLock { sourceState in
-            guard sourceState.loop === self else { return }
+            guard sourceState.loop === self else {
+                // Left the loop during the wait: its entry now waits for a handler that will not
+                // come, and rests; rejoining before the next sync keeps the watcher, so re-arm then.
+                state.watches.droppedReadiness = true
+                return
+            }
             markReady(core, events: events, token: token, &state, &sourceState)
         }
     }
