@@ -150,6 +150,9 @@ extension EvRunLoop {
     /// Records readiness that the watcher `token` of a bound source reported (loop's thread,
     /// loop's lock held).
     func markReady(_ core: EvSource1Core, events: Int32, fromWatcher token: Int, _ state: inout LoopState) {
+        // The wait stopped a watcher that failed: a sync that finds the source still wanted (its
+        // failure dropped as it left and rejoined its mode) starts it again, and it fails again.
+        if events & ReadinessBits.failed != 0 { state.watches.started.remove(ObjectIdentifier(core)) }
         core.state.withLock { sourceState in
             guard sourceState.loop === self else {
                 // Left the loop during the wait: its entry now waits for a handler that will not

@@ -46,4 +46,44 @@ import TestSupport
         #expect(handled.all == [.readable])
         #expect(polls <= 2)
     }
+
+    /// A failure (the number closed while its file stays open elsewhere) waits its turn behind
+    /// another source, whose handler takes the failing source out of its mode and back in: the
+    /// failure went with it, and the watcher it stopped must start again and report it, or the
+    /// source stays in its mode watching nothing and is never told.
+    @Test func aFailureDroppedWithASourceThatLeftItsModeAndRejoinedIsReportedAgain() throws {
+        let first = DescriptorPipe()
+        let pipe = DescriptorPipe(readEndAt: reservedDescriptorNumber(20))
+        let keeper = dup(pipe.readEnd)
+        defer { first.close(); close(keeper); close(pipe.writeEnd) }
+        let events = EventLog<EvFileDescriptorSource.Readiness>()
+        let failing = try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { events.append($0) }
+        let early = try EvFileDescriptorSource(fileDescriptor: first.readEnd, events: .readable) { _ in
+            first.drain()
+            EvRunLoop.current.remove(failing, forMode: .default)
+            EvRunLoop.current.add(failing, forMode: .default)
+        }
+        let (polls, stillValid) = onLoopThread { loop -> (Int, Bool) in
+            loop.add(early, forMode: .default)
+            loop.add(failing, forMode: .default)
+            loop.add(keepAliveTimer(), forMode: .default)
+            _ = loop.run(mode: .default, timeout: .zero)  // both watched
+            first.write()
+            close(pipe.readEnd)
+            pipe.write()  // reported by the file's entry after `first`: a failure, as the number is closed
+            _ = loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true)  // `early`
+            var polls = 0
+            while events.count == 0 && polls < 50 {
+                polls += 1
+                _ = loop.run(mode: .default, timeout: .zero)
+            }
+            let stillValid = failing.isValid
+            early.invalidate()
+            failing.invalidate()
+            return (polls, stillValid)
+        }
+        #expect(events.all == [.error])
+        #expect(!stillValid)
+        #expect(polls <= 2)
+    }
 }
