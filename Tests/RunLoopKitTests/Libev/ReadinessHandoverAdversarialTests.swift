@@ -86,4 +86,169 @@ import TestSupport
         #expect(!stillValid)
         #expect(polls <= 2)
     }
+
+    /// Probe (passes): two numbers ready together; the first one handled invalidates itself and the
+    /// other, whose readiness waits its turn, closes both and makes sources for new pipes under
+    /// both numbers, which take the freed watcher tokens. The new source whose pipe holds a byte
+    /// is told once; the one whose pipe is empty is told nothing until it is written; the old
+    /// waiting readiness reaches no one.
+    @Test func sourcesMadeByAHandlerOnFreedNumbersAndTokensGetNoneOfTheOldReadiness() throws {
+        let numbers = [reservedDescriptorNumber(21), reservedDescriptorNumber(22)]
+        let oldPipes = numbers.map { DescriptorPipe(readEndAt: $0) }
+        for pipe in oldPipes { pipe.write() }
+        let log = EventLog<String>()
+        let newPipes = Box<[DescriptorPipe]>([])
+        let newSources = Box<[EvFileDescriptorSource]>([])
+        let oldSources = Box<[EvFileDescriptorSource]>([])
+        /// A new pipe at `number`, with a byte when `filled`, and a source for it in the default mode.
+        @Sendable func replace(_ number: Int32, filled: Bool) {
+            let pipe = DescriptorPipe(readEndAt: number)  // dup2 closes the old file's number
+            if filled { pipe.write() }
+            newPipes.update { $0.append(pipe) }
+            let source = try! EvFileDescriptorSource(fileDescriptor: number, events: .readable) { readiness in
+                log.append("new \(filled ? "filled" : "empty") \(readiness)")
+                pipe.drain()
+            }
+            newSources.update { $0.append(source) }
+            EvRunLoop.current.add(source, forMode: .default)
+        }
+        oldSources.set(try (0..<2).map { index in
+            try EvFileDescriptorSource(fileDescriptor: numbers[index], events: .readable) { readiness in
+                log.append("old \(readiness)")
+                for source in oldSources.get { source.invalidate() }
+                close(oldPipes[0].writeEnd)
+                close(oldPipes[1].writeEnd)
+                replace(numbers[index], filled: true)
+                replace(numbers[1 - index], filled: false)
+            }
+        })
+        let (polls, emptyToldEarly) = onLoopThread { loop -> (Int, Bool) in
+            for source in oldSources.get { loop.add(source, forMode: .default) }
+            loop.add(keepAliveTimer(), forMode: .default)
+            var polls = 0
+            while log.count < 2 && polls < 50 {
+                polls += 1
+                _ = loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true)
+            }
+            // Each poll here would hand on a readiness the empty pipe's source wrongly took over.
+            for _ in 0..<5 { _ = loop.run(mode: .default, timeout: .zero) }
+            let emptyToldEarly = log.all.contains { $0.hasPrefix("new empty") }
+            newPipes.get[1].write()
+            while log.count < 3 && polls < 100 {
+                polls += 1
+                _ = loop.run(mode: .default, timeout: .zero)
+            }
+            for source in newSources.get { source.invalidate() }
+            return (polls, emptyToldEarly)
+        }
+        defer { for pipe in newPipes.get { pipe.close() } }
+        #expect(!emptyToldEarly)
+        #expect(log.all == ["old \(EvFileDescriptorSource.Readiness.readable)", "new filled \(EvFileDescriptorSource.Readiness.readable)",
+                            "new empty \(EvFileDescriptorSource.Readiness.readable)"])
+        #expect(polls <= 6)
+    }
+
+    /// Probe (passes): eight descriptors ready at once; while the first one's handler runs,
+    /// another thread invalidates three of the waiting sources and adds three new sources on
+    /// empty pipes, which take the freed watcher tokens at the next sync. The invalidated ones
+    /// are never told; the rest are told once each; the new ones only once written.
+    @Test func sourcesSwappedByAnotherThreadWhileReadinessIsQueuedGetNoneOfItsReadiness() throws {
+        let count = 8
+        let pipes = (0..<count).map { _ in DescriptorPipe() }
+        let log = EventLog<Int>()
+        let inHandler = Latch(), swapped = Latch()
+        let sources = try (0..<count).map { index in
+            try EvFileDescriptorSource(fileDescriptor: pipes[index].readEnd, events: .readable) { _ in
+                log.append(index)
+                pipes[index].drain()
+                if log.count == 1 {
+                    inHandler.open()
+                    swapped.wait()
+                }
+            }
+        }
+        let newPipes = (0..<3).map { _ in DescriptorPipe() }
+        let newSources = try (0..<3).map { index in
+            try EvFileDescriptorSource(fileDescriptor: newPipes[index].readEnd, events: .readable) { _ in
+                log.append(100 + index)
+                newPipes[index].drain()
+            }
+        }
+        defer { (pipes + newPipes).forEach { $0.close() } }
+        let (loop, finished) = startLoopThread { loop in
+            for source in sources { loop.add(source, forMode: .default) }
+            loop.add(keepAliveTimer(), forMode: .default)
+            for pipe in pipes { pipe.write() }
+            _ = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            var polls = 0
+            while log.count < count - 3 && polls < 50 {
+                polls += 1
+                _ = loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true)
+            }
+            for _ in 0..<3 { _ = loop.run(mode: .default, timeout: .zero) }  // nothing for the new ones yet
+            let quiet = log.count
+            for pipe in newPipes { pipe.write() }
+            while log.count < quiet + 3 && polls < 100 {
+                polls += 1
+                _ = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            }
+            for source in sources + newSources { source.invalidate() }
+        }
+        try #require(inHandler.wait())
+        let first = log.all[0]
+        let victims = Set((1...3).map { (first + $0) % count })
+        for victim in victims { sources[victim].invalidate() }
+        for source in newSources { loop.add(source, forMode: .default) }
+        swapped.open()
+        try #require(finished.wait())
+        let handled = log.all
+        let survivors = Set(0..<count).subtracting(victims)
+        #expect(Set(handled.prefix(count - 3)) == survivors)
+        #expect(handled.count == count - 3 + 3)
+        #expect(Set(handled.suffix(3)) == [100, 101, 102])
+        #expect(victims.isDisjoint(with: handled))
+    }
+
+    /// Probe (passes): six sources ready in mode `a`, three of them also in mode `b`; the first
+    /// one's handler writes a pipe of `b`'s own source and polls `b` until it is told. Resting
+    /// entries survive the switch both ways: every source is told exactly once, in whichever
+    /// mode, and none twice for its one byte.
+    @Test func aNestedRunOfAnotherModeLosesAndRepeatsNoWaitingReadiness() throws {
+        let a = EvRunLoop.Mode("a"), b = EvRunLoop.Mode("b")
+        let pipes = (0..<7).map { _ in DescriptorPipe() }
+        defer { pipes.forEach { $0.close() } }
+        let log = EventLog<(Int, EvRunLoop.Mode)>()
+        let nestedPolls = Box(0)
+        let sources = try (0..<7).map { index in
+            try EvFileDescriptorSource(fileDescriptor: pipes[index].readEnd, events: .readable) { _ in
+                let loop = EvRunLoop.current
+                log.append((index, loop.currentMode ?? .default))
+                pipes[index].drain()
+                guard log.count == 1 else { return }
+                pipes[6].write()
+                while !log.all.contains(where: { $0.0 == 6 }) && nestedPolls.get < 50 {
+                    nestedPolls.set(nestedPolls.get + 1)
+                    _ = loop.run(mode: b, timeout: .zero)
+                }
+            }
+        }
+        let polls = onLoopThread { loop -> Int in
+            for index in 0..<6 { loop.add(sources[index], forMode: a) }
+            for index in 3..<7 { loop.add(sources[index], forMode: b) }
+            for index in 0..<6 { pipes[index].write() }
+            var polls = 0
+            while log.count < 7 && polls < 50 {
+                polls += 1
+                _ = loop.run(mode: a, timeout: .zero, returnAfterSourceHandled: true)
+            }
+            for _ in 0..<3 { _ = loop.run(mode: a, timeout: .zero); _ = loop.run(mode: b, timeout: .zero) }
+            for source in sources { source.invalidate() }
+            return polls
+        }
+        let handled = log.all.map(\.0)
+        #expect(handled.sorted() == Array(0..<7))
+        #expect(log.all.allSatisfy { $0.0 >= 3 || $0.1 == a })
+        #expect(nestedPolls.get <= 6)
+        #expect(polls <= 8)
+    }
 }
