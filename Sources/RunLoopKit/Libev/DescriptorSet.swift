@@ -52,6 +52,11 @@ final class DescriptorSet {
     @exclusivity(unchecked) private var alwaysReadyCount = 0
     /// Entries left unarmed (see ``Entry/armed``): the loop re-arms them before it sleeps.
     @exclusivity(unchecked) private(set) var restingCount = 0
+    /// Numbers whose entry was forgotten while the kernel may keep its own for the file (the
+    /// number closed or reused first, the file open elsewhere): put back under the number, that
+    /// file would take a re-arm, which finds the kernel's entry by file and number. A re-arm
+    /// under these numbers is checked (``reArmedOwnEntry(_:)``); well-behaved callers have none.
+    @exclusivity(unchecked) private var mayLinger: Set<Int32> = []
     /// Where ``collect(into:)`` has the kernel write what is ready (a plain buffer: no uniqueness
     /// check or retain per call, as an array passed to C would have).
     private let eventBuffer: UnsafeMutablePointer<epoll_event>
@@ -242,7 +247,7 @@ final class DescriptorSet {
             alwaysReadyCount -= 1
         } else {
             var unused = epoll_event()
-            _ = retryingEINTR { epoll_ctl(descriptor, EPOLL_CTL_DEL, fd, &unused) }
+            if retryingEINTR({ epoll_ctl(descriptor, EPOLL_CTL_DEL, fd, &unused) }) != 0 { mayLinger.insert(fd) }
         }
         return entry.watchers.map(\.token)
     }
@@ -377,8 +382,9 @@ final class DescriptorSet {
     private func reportDead<Sink: ReadinessSink>(_ fd: Int32, _ readiness: Int32, to sink: Sink) {
         let entry = entries[Int(fd)]!
         let failed = dropDead(fd)
-        // A re-arm succeeds only while `fd` still names the registered file, so only a failed one
-        // needs to look: readiness of a file the number no longer names is an error alone.
+        // A re-arm succeeds only while `fd` still names the registered file (checked where another
+        // file's kernel entry may linger, see mayLinger), so only a failed one needs to look:
+        // readiness of a file the number no longer names is an error alone.
         let stillNamed = failed.isEmpty || entry.file.isNamed(by: fd)
         for watcher in entry.watchers where stillNamed && watcher.events & readiness != 0 {
             sink.noteReady(watcher.token, watcher.events & readiness)
@@ -406,7 +412,20 @@ final class DescriptorSet {
         event.events = entries[index]!.kernelMask
         event.data.u64 = UInt64(UInt32(bitPattern: fd)) | UInt64(entries[index]!.generation) << 32
         let result = retryingEINTR { epoll_ctl(descriptor, adding ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event) }
-        return result == 0 || adding && addRefused(fd, &event)
+        if result == 0 { return adding || mayLinger.isEmpty || !mayLinger.contains(fd) || reArmedOwnEntry(fd) }
+        return adding && addRefused(fd, &event)
+    }
+
+    /// A re-arm under a number of ``mayLinger`` succeeded: whether it was this entry's kernel
+    /// entry, not the one kept for another file put back under the number. That one, of a file
+    /// no source here watches, is removed, and the entry is left for ``dropDead(_:)``.
+    @inline(never)
+    private func reArmedOwnEntry(_ fd: Int32) -> Bool {
+        if entries[Int(fd)]!.file.isNamed(by: fd) { return true }
+        var unused = epoll_event()
+        _ = retryingEINTR { epoll_ctl(descriptor, EPOLL_CTL_DEL, fd, &unused) }
+        errno = ENOENT
+        return false
     }
 
     /// An `EPOLL_CTL_ADD` failed: whether the entry is in the set after all, or always ready.
@@ -430,6 +449,7 @@ final class DescriptorSet {
         let error = errno
         let tokens = entries[Int(fd)]!.watchers.map(\.token)
         forget(fd)
+        mayLinger.insert(fd)  // not removed: the number names another file now, or none
         errno = error
         return tokens
     }

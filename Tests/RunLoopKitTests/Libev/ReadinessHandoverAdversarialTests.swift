@@ -87,6 +87,48 @@ import TestSupport
         #expect(polls <= 2)
     }
 
+    /// Save, redirect, restore while readiness waits its turn: file X was watched at a number
+    /// that was then closed with X kept open elsewhere (the kernel keeps the set's entry for X
+    /// under the number), pipe Y put there and watched, and Y's readiness waits behind another
+    /// source's when X is put back. The number no longer names Y: its source is told `.error`
+    /// alone and never reads X, though a re-arm of the number finds the kernel's entry for X.
+    @Test func aFileOnceWatchedPutBackUnderItsNumberWhileAnotherWaitsItsTurnIsNotHandedOn() throws {
+        let number = reservedDescriptorNumber(23)
+        let x = DescriptorPipe(readEndAt: number)
+        let keptX = dup(number)
+        let first = DescriptorPipe()
+        defer { close(number); close(keptX); close(x.writeEnd); first.close() }
+        let watchingX = try EvFileDescriptorSource(fileDescriptor: number, events: .readable) { _ in }
+        let events = EventLog<EvFileDescriptorSource.Readiness>()
+        let stolen = EventLog<UInt8>()
+        let early = try EvFileDescriptorSource(fileDescriptor: first.readEnd, events: .readable) { _ in first.drain() }
+        let (results, yWriteEnd) = onLoopThread { loop -> ([EvRunLoop.RunResult], Int32) in
+            loop.add(watchingX, forMode: .default)
+            loop.add(keepAliveTimer(), forMode: .default)
+            _ = loop.run(mode: .default, timeout: .zero)  // X watched at `number`
+            let y = DescriptorPipe(readEndAt: number)  // X lives on through `keptX`
+            watchingX.invalidate()
+            let watchingY = try! EvFileDescriptorSource(fileDescriptor: number, events: .readable, handler: carelessReader(of: number, events, stolen))
+            loop.add(early, forMode: .default)
+            loop.add(watchingY, forMode: .default)
+            _ = loop.run(mode: .default, timeout: .zero)  // Y watched
+            first.write()
+            y.write(7)
+            let firstResult = loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true)  // `early`; Y waits
+            precondition(dup2(keptX, number) == number)  // X back under the number; Y closed for good
+            x.write(42)
+            let secondResult = loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true)
+            for _ in 0..<3 { _ = loop.run(mode: .default, timeout: .zero) }
+            early.invalidate()
+            watchingY.invalidate()
+            return ([firstResult, secondResult], y.writeEnd)
+        }
+        close(yWriteEnd)
+        #expect(results == [.handledSource, .handledSource])
+        #expect(events.all == [.error])
+        #expect(stolen.all.isEmpty, "the source made for Y read X")
+    }
+
     /// Probe (passes): two numbers ready together; the first one handled invalidates itself and the
     /// other, whose readiness waits its turn, closes both and makes sources for new pipes under
     /// both numbers, which take the freed watcher tokens. The new source whose pipe holds a byte
