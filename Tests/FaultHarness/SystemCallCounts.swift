@@ -118,3 +118,50 @@ func periodicTimerSystemCalls() {
     print("periodic timer: \(outcome)")
 }
 
+
+/// A connection's usual end on the loop's thread, its source invalidated and then its descriptor
+/// closed, removes the number's kernel entry before the close: the next file under the number
+/// has no stale entry to be told from, and its re-arms are not checked. Each of 100 turns costs
+/// five `epoll_ctl`s: the source's entry in the file register, the register's look as the watch
+/// starts, the watch, its re-arm once reported and its removal (and a few once, for the loop's
+/// own descriptors). Removed after the close instead, every later turn would check its re-arm
+/// against the register (one more).
+func reusedNumberSystemCalls() {
+    let turns = 100
+    let outcome = onNewThread { () -> String in
+        let loop = EvRunLoop.current
+        loop.add(EvTimer(after: .seconds(3600)) { _ in }, forMode: .default)
+        var numbers: Set<Int32> = []
+        arm("epoll_ctl:1000000000:EINVAL@thread")
+        for _ in 0..<turns {
+            var fds: [Int32] = [0, 0]
+            guard pipe(&fds) == 0 else { return "pipe failed" }
+            let readEnd = fds[0]
+            numbers.insert(readEnd)
+            var byte: UInt8 = 1
+            _ = write(fds[1], &byte, 1)
+            let handled = Mutex(false)
+            let source = Mutex<EvFileDescriptorSource?>(nil)
+            source.withLock {
+                $0 = try! EvFileDescriptorSource(fileDescriptor: readEnd, events: .readable) { _ in
+                    var byte: UInt8 = 0
+                    _ = read(readEnd, &byte, 1)
+                    source.withLock { $0?.invalidate() }
+                    close(readEnd)
+                    handled.withLock { $0 = true }
+                }
+            }
+            loop.add(source.withLock { $0! }, forMode: .default)
+            run(loop, for: 10) { handled.withLock { $0 } }
+            source.withLock { $0 = nil }
+            close(fds[1])
+            guard handled.withLock({ $0 }) else { return "a turn was not handled" }
+        }
+        let calls = runloopkit_faults_calls("epoll_ctl")
+        runloopkit_faults_disarm()
+        guard numbers.count == 1 else { return "the read ends took \(numbers.count) numbers, not one" }
+        return calls <= 5 * turns + 10 ? "ok \(calls)" : "\(calls) epoll_ctl for \(turns) turns (at most \(5 * turns + 10))"
+    }
+    guard outcome.hasPrefix("ok") else { fail(outcome) }
+    print("\(turns) turns on one number: \(outcome.dropFirst(3)) epoll_ctl")
+}

@@ -134,6 +134,12 @@ import Testing
         try expectPass("many-ready-descriptors")
     }
 
+    /// A descriptor number reused connection after connection, each source invalidated on the
+    /// loop's thread before its descriptor is closed, costs the same few `epoll_ctl`s per turn.
+    @Test func aNumberReusedAfterEachSourceIsInvalidatedThenClosedCostsNoChecks() throws {
+        try expectPass("reused-number")
+    }
+
     /// A repeating timer's kernel timer repeats by itself: per fire one `epoll_wait` and one
     /// `read`, no `timerfd_settime` after the first.
     @Test func aRepeatingTimerIsNotReArmedEveryPeriod() throws {
