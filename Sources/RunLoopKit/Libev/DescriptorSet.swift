@@ -27,8 +27,10 @@ protocol ReadinessSink: AnyObject {
 /// Entries are one-shot and re-armed after each report. An entry the kernel keeps after its
 /// number was closed (the file still open elsewhere, a `dup` or a child) can then report once at
 /// most, instead of waking the loop for ever; its generation, kept in the event's data, tells
-/// such a report from one of a live entry. A descriptor epoll refuses (`EPERM`: a regular file)
-/// is ready at once for all it is watched for, as `poll` would say.
+/// such a report from one of a live entry. Its file put back under the number would take that
+/// number's next re-arm, so a re-arm under a number where one may linger is checked against the
+/// entry's file (``mayLinger``). A descriptor epoll refuses (`EPERM`: a regular file) is ready
+/// at once for all it is watched for, as `poll` would say.
 ///
 /// A number names a file only until it is closed, and the next `open` may reuse it for another.
 /// Each watcher says which file it was made for (its ``FileIdentity``): a watch that starts
