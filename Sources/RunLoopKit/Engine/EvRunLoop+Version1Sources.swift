@@ -121,6 +121,7 @@ extension EvRunLoop {
         sourceState.loop = nil
         if sourceState.pendingEvents != 0 {
             state.watches.droppedReadiness = true
+            if sourceState.pendingEvents & ReadinessBits.failed != 0 { forgetFailedWatcher(core, &state) }
             sourceState.pendingEvents = 0
             noteReadinessTaken(&state)
         }
@@ -134,6 +135,13 @@ extension EvRunLoop {
         }
         state.watches.noteChanged(id)  // its watcher goes at the next sync
         notePassViewChanged()
+    }
+
+    /// A failure went with a source that left the loop before it was told: the wait stopped the
+    /// watcher that failed, so a sync that finds the source back in a running mode starts it
+    /// again, and it fails again. (Told, the source invalidates itself: never started again.)
+    private func forgetFailedWatcher(_ core: EvSource1Core, _ state: inout LoopState) {
+        state.watches.started.remove(ObjectIdentifier(core))
     }
 
     /// Records readiness of a bound source (any thread; a port's send) and wakes the loop if
@@ -157,14 +165,12 @@ extension EvRunLoop {
     /// Records readiness that the watcher `token` of a bound source reported (loop's thread,
     /// loop's lock held).
     func markReady(_ core: EvSource1Core, events: Int32, fromWatcher token: Int, _ state: inout LoopState) {
-        // The wait stopped a watcher that failed: a sync that finds the source still wanted (its
-        // failure dropped as it left and rejoined its mode) starts it again, and it fails again.
-        if events & ReadinessBits.failed != 0 { state.watches.started.remove(ObjectIdentifier(core)) }
         core.state.withLock { sourceState in
             guard sourceState.loop === self else {
                 // Left the loop during the wait: its entry now waits for a handler that will not
                 // come, and rests; rejoining before the next sync keeps the watcher, so re-arm then.
                 state.watches.droppedReadiness = true
+                if events & ReadinessBits.failed != 0 { forgetFailedWatcher(core, &state) }
                 return
             }
             markReady(core, events: events, token: token, &state, &sourceState)

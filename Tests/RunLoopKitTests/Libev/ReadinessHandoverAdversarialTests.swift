@@ -48,9 +48,9 @@ import TestSupport
     }
 
     /// A failure (the number closed while its file stays open elsewhere) waits its turn behind
-    /// another source, whose handler takes the failing source out of its mode and back in: the
-    /// failure went with it, and the watcher it stopped must start again and report it, or the
-    /// source stays in its mode watching nothing and is never told.
+    /// another source; while that one's handler runs, another thread takes the failing source
+    /// out of its mode and back in: the failure went with it, and the watcher it stopped must
+    /// start again and report it, or the source stays in its mode watching nothing, never told.
     @Test func aFailureDroppedWithASourceThatLeftItsModeAndRejoinedIsReportedAgain() throws {
         let first = DescriptorPipe()
         let pipe = DescriptorPipe(readEndAt: reservedDescriptorNumber(20))
@@ -60,8 +60,11 @@ import TestSupport
         let failing = try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { events.append($0) }
         let early = try EvFileDescriptorSource(fileDescriptor: first.readEnd, events: .readable) { _ in
             first.drain()
-            EvRunLoop.current.remove(failing, forMode: .default)
-            EvRunLoop.current.add(failing, forMode: .default)
+            let loop = EvRunLoop.current
+            pthread_join(spawnThread {
+                loop.remove(failing, forMode: .default)
+                loop.add(failing, forMode: .default)
+            }, nil)
         }
         let (polls, stillValid) = onLoopThread { loop -> (Int, Bool) in
             loop.add(early, forMode: .default)
@@ -85,6 +88,34 @@ import TestSupport
         #expect(events.all == [.error])
         #expect(!stillValid)
         #expect(polls <= 2)
+    }
+
+    /// A source in modes `a` and `b` whose number was closed (its file open elsewhere) is told
+    /// `.error` in `a`, and its handler runs `b` nested before returning: the watcher that failed
+    /// is not started again there to fail again, and the error is told once.
+    @Test func anErrorHandlerThatRunsAnotherModeOfItsSourceIsToldOnce() throws {
+        let a = EvRunLoop.Mode("a"), b = EvRunLoop.Mode("b")
+        let pipe = DescriptorPipe(readEndAt: reservedDescriptorNumber(24))
+        let keeper = dup(pipe.readEnd)
+        defer { close(keeper); close(pipe.writeEnd) }
+        let events = EventLog<EvFileDescriptorSource.Readiness>()
+        let source = try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { readiness in
+            events.append(readiness)
+            for _ in 0..<3 { _ = EvRunLoop.current.run(mode: b, timeout: .zero) }
+        }
+        let stillValid = onLoopThread { loop -> Bool in
+            loop.add(source, forMode: a)
+            loop.add(source, forMode: b)
+            loop.add(keepAliveTimer(), forMode: a)
+            loop.add(keepAliveTimer(), forMode: b)
+            _ = loop.run(mode: a, timeout: .zero)  // watched
+            close(pipe.readEnd)
+            pipe.write()  // the file, open through `keeper`, reports: a failure, as the number is closed
+            for _ in 0..<3 { _ = loop.run(mode: a, timeout: .zero) }
+            return source.isValid
+        }
+        #expect(events.all == [.error])
+        #expect(!stillValid)
     }
 
     /// Save, redirect, restore while readiness waits its turn: file X was watched at a number
