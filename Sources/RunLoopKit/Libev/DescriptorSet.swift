@@ -57,7 +57,8 @@ final class DescriptorSet {
     /// Numbers whose entry was forgotten while the kernel may keep its own for the file (the
     /// number closed or reused first, the file open elsewhere): put back under the number, that
     /// file would take a re-arm, which finds the kernel's entry by file and number. A re-arm
-    /// under these numbers is checked (``reArmedOwnEntry(_:)``); well-behaved callers have none.
+    /// under these numbers is checked (``reArmedOwnEntry(_:)``). None for a caller that removes or
+    /// invalidates its source on the loop's thread before closing (the watch ends at once).
     @exclusivity(unchecked) private var mayLinger: Set<Int32> = []
     /// Where ``collect(into:)`` has the kernel write what is ready (a plain buffer: no uniqueness
     /// check or retain per call, as an array passed to C would have).
