@@ -324,4 +324,41 @@ import TestSupport
         #expect(nestedPolls.get <= 6)
         #expect(polls <= 8)
     }
+
+    /// A source that leaves its loop on the loop's thread stops its watch at once, even from a
+    /// libev library's prepare callback, which runs inside the wait. When another source shares
+    /// the descriptor and its file is gone, that one's failure is found there: the wait ends for
+    /// it instead of polling until an unrelated wake-up.
+    @Test func aFailureFoundByAStopInsideTheWaitEndsTheWait() throws {
+        let pipe = DescriptorPipe()
+        defer { close(pipe.writeEnd) }
+        let told = EventLog<String>()
+        let leaving = try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { _ in told.append("leaving") }
+        let staying = try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { readiness in
+            told.append(readiness == .error ? "staying error" : "staying other")
+            EvRunLoop.current.stop()
+        }
+        let result = onLoopThread { loop -> EvRunLoop.RunResult in
+            loop.add(leaving, forMode: .default)
+            loop.add(staying, forMode: .default)
+            let library = EvLibevSource()
+            loop.add(library, forMode: .default)
+            _ = loop.run(mode: .default, timeout: .zero)  // both watched now
+            let closed = Box(false)
+            let prepare = LibraryWatcher(.prepare) {
+                guard !closed.get else { return }
+                closed.set(true)
+                close(pipe.readEnd)  // the file is gone
+                leaving.invalidate()
+            }
+            library.withEventLoop { prepare.start($0) }
+            let result = loop.run(mode: .default, timeout: .seconds(20))
+            library.withEventLoop { prepare.stop($0) }
+            library.invalidate()
+            staying.invalidate()
+            return result
+        }
+        #expect(result == .stopped)
+        #expect(told.all == ["staying error"])
+    }
 }
