@@ -118,7 +118,6 @@ func periodicTimerSystemCalls() {
     print("periodic timer: \(outcome)")
 }
 
-
 /// A connection's usual end on the loop's thread, its source invalidated and then its descriptor
 /// closed, removes the number's kernel entry before the close: the next file under the number
 /// has no stale entry to be told from, and its re-arms are not checked. Each of 100 turns costs
