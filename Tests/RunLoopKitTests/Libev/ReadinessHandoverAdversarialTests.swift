@@ -215,6 +215,7 @@ import TestSupport
             return (polls, emptyToldEarly)
         }
         defer { for pipe in newPipes.get { pipe.close() } }
+        oldSources.set([])  // each old source's handler holds the box: let the sources go
         #expect(!emptyToldEarly)
         #expect(log.all == ["old \(EvFileDescriptorSource.Readiness.readable)", "new filled \(EvFileDescriptorSource.Readiness.readable)",
                             "new empty \(EvFileDescriptorSource.Readiness.readable)"])
