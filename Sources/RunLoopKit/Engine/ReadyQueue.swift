@@ -35,12 +35,7 @@ struct ReadyQueue {
 
     /// The live entry ready longest, with the stale entries before it dropped.
     mutating func first(isLive: (EvSource1Core, UInt64) -> Bool) -> (sequence: UInt64, core: EvSource1Core)? {
-        while head < entries.count {
-            let entry = entries[head]
-            if isLive(entry.core, entry.sequence) { return (entry.sequence, entry.core) }
-            removeFirst()
-        }
-        return nil
+        hasLive(isLive: isLive) ? front : nil
     }
 
     /// Whether a live entry is queued, with the stale entries before it dropped. The source is
