@@ -29,43 +29,32 @@ final class LibraryWatcher {
         self.onEvent = onEvent
         switch kind {
         case .readable(let fd):
-            let io = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
-            clibev_io_init(io, { _, watcher, _ in LibraryWatcher.fire(watcher) }, fd, Int32(EV_READ))
-            watcher = UnsafeMutableRawPointer(io)
+            watcher = Self.made { clibev_io_init($0, { _, watcher, _ in LibraryWatcher.fire(watcher) }, fd, Int32(EV_READ)) }
         case .timer(let seconds):
-            let timer = UnsafeMutablePointer<ev_timer>.allocate(capacity: 1)
-            clibev_timer_init(timer, { _, watcher, _ in LibraryWatcher.fire(watcher) }, seconds, 0)
-            watcher = UnsafeMutableRawPointer(timer)
+            watcher = Self.made { clibev_timer_init($0, { _, watcher, _ in LibraryWatcher.fire(watcher) }, seconds, 0) }
         case .prepare:
-            let prepare = UnsafeMutablePointer<ev_prepare>.allocate(capacity: 1)
-            clibev_prepare_init(prepare) { _, watcher, _ in LibraryWatcher.fire(watcher) }
-            watcher = UnsafeMutableRawPointer(prepare)
+            watcher = Self.made { clibev_prepare_init($0) { _, watcher, _ in LibraryWatcher.fire(watcher) } }
         case .check:
-            let check = UnsafeMutablePointer<ev_check>.allocate(capacity: 1)
-            clibev_check_init(check) { _, watcher, _ in LibraryWatcher.fire(watcher) }
-            watcher = UnsafeMutableRawPointer(check)
+            watcher = Self.made { clibev_check_init($0) { _, watcher, _ in LibraryWatcher.fire(watcher) } }
         case .fork:
-            let fork = UnsafeMutablePointer<ev_fork>.allocate(capacity: 1)
-            clibev_fork_init(fork) { _, watcher, _ in LibraryWatcher.fire(watcher) }
-            watcher = UnsafeMutableRawPointer(fork)
+            watcher = Self.made { clibev_fork_init($0) { _, watcher, _ in LibraryWatcher.fire(watcher) } }
         case .cleanup:
-            let cleanup = UnsafeMutablePointer<ev_cleanup>.allocate(capacity: 1)
-            clibev_cleanup_init(cleanup) { _, watcher, _ in LibraryWatcher.fire(watcher) }
-            watcher = UnsafeMutableRawPointer(cleanup)
+            watcher = Self.made { clibev_cleanup_init($0) { _, watcher, _ in LibraryWatcher.fire(watcher) } }
         case .async:
-            let async = UnsafeMutablePointer<ev_async>.allocate(capacity: 1)
-            clibev_async_init(async) { _, watcher, _ in LibraryWatcher.fire(watcher) }
-            watcher = UnsafeMutableRawPointer(async)
+            watcher = Self.made { clibev_async_init($0) { _, watcher, _ in LibraryWatcher.fire(watcher) } }
         case .idle:
-            let idle = UnsafeMutablePointer<ev_idle>.allocate(capacity: 1)
-            clibev_idle_init(idle) { _, watcher, _ in LibraryWatcher.fire(watcher) }
-            watcher = UnsafeMutableRawPointer(idle)
+            watcher = Self.made { clibev_idle_init($0) { _, watcher, _ in LibraryWatcher.fire(watcher) } }
         case .periodic(let offset, let interval):
-            let periodic = UnsafeMutablePointer<ev_periodic>.allocate(capacity: 1)
-            clibev_periodic_init(periodic, { _, watcher, _ in LibraryWatcher.fire(watcher) }, offset, interval)
-            watcher = UnsafeMutableRawPointer(periodic)
+            watcher = Self.made { clibev_periodic_init($0, { _, watcher, _ in LibraryWatcher.fire(watcher) }, offset, interval) }
         }
         clibev_set_data(watcher, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// A watcher of libev's type `Watcher`, allocated and set up by `initialise`.
+    private static func made<Watcher>(_ initialise: (UnsafeMutablePointer<Watcher>) -> Void) -> UnsafeMutableRawPointer {
+        let watcher = UnsafeMutablePointer<Watcher>.allocate(capacity: 1)
+        initialise(watcher)
+        return UnsafeMutableRawPointer(watcher)
     }
 
     private static func fire<Watcher>(_ watcher: UnsafeMutablePointer<Watcher>?) {
