@@ -164,3 +164,126 @@ func reusedNumberSystemCalls() {
     guard outcome.hasPrefix("ok") else { fail(outcome) }
     print("\(turns) turns on one number: \(outcome.dropFirst(3)) epoll_ctl")
 }
+
+/// A nested run of another mode, from a callout of a mode that watches many descriptors, parks
+/// their watches instead of ending them: the switch there costs no system call per descriptor,
+/// and the switch back one `epoll_ctl` each, the re-arm that also shows the number still naming
+/// its file. Ended and started again, each cost three (the removal, the register's look and the
+/// watch) and an `fstat`. Readiness that arrives during the nested run is handled once its mode
+/// runs again (R37).
+func modeSwitchSystemCalls() {
+    let count = 50
+    let switches = 20
+    let outcome = onNewThread { () -> String in
+        let loop = EvRunLoop.current
+        let inner = EvRunLoop.Mode("harness.inner")
+        loop.add(EvTimer(after: .seconds(3600)) { _ in }, forMode: inner)
+        let handled = Mutex(0)
+        var pipes: [(read: Int32, write: Int32)] = []
+        var sources: [EvFileDescriptorSource] = []
+        for _ in 0..<count {
+            var fds: [Int32] = [0, 0]
+            guard pipe(&fds) == 0 else { return "pipe failed" }
+            let readEnd = fds[0]
+            pipes.append((fds[0], fds[1]))
+            sources.append(try! EvFileDescriptorSource(fileDescriptor: readEnd, events: .readable) { _ in
+                var byte: UInt8 = 0
+                if read(readEnd, &byte, 1) == 1 { handled.withLock { $0 += 1 } }
+            })
+            loop.add(sources.last!, forMode: .default)
+        }
+        let nestedRuns = Mutex(0)
+        let switcher = EvSource {
+            _ = loop.run(mode: inner, timeout: .zero)
+            nestedRuns.withLock { $0 += 1 }
+        }
+        loop.add(switcher, forMode: .default)
+        loop.run(mode: .default, timeout: .zero)  // every watch started
+        arm("epoll_ctl:1000000000:EINVAL@thread")
+        for _ in 0..<switches {
+            switcher.signal()
+            loop.run(mode: .default, timeout: .zero)
+        }
+        let calls = runloopkit_faults_calls("epoll_ctl")
+        runloopkit_faults_disarm()
+        // Ready while parked: handled once the default mode runs again.
+        switcher.signal()
+        let writer = pipes[0].write
+        let writeDuringNestedRun = EvSource {
+            var byte: UInt8 = 1
+            _ = write(writer, &byte, 1)
+        }
+        loop.add(writeDuringNestedRun, forMode: inner)
+        writeDuringNestedRun.signal()
+        run(loop, for: 10) { handled.withLock { $0 } == 1 }
+        switcher.invalidate()
+        writeDuringNestedRun.invalidate()
+        for source in sources { source.invalidate() }
+        for (readEnd, writeEnd) in pipes { close(readEnd); close(writeEnd) }
+        guard nestedRuns.withLock({ $0 }) == switches + 1 else { return "\(nestedRuns.withLock { $0 }) nested runs, not \(switches + 1)" }
+        guard handled.withLock({ $0 }) == 1 else { return "readiness that arrived during a nested run was not handled" }
+        let limit = count * switches + 10
+        return calls <= limit ? "ok \(calls)" : "\(calls) epoll_ctl for \(switches) switches with \(count) descriptors (at most \(limit))"
+    }
+    guard outcome.hasPrefix("ok") else { fail(outcome) }
+    print("\(switches) mode switches with \(count) descriptors: \(outcome.dropFirst(3)) epoll_ctl")
+}
+
+/// A source whose watch is parked (a nested run of another mode) invalidated on the loop's
+/// thread and its descriptor then closed, as a connection ends: its kernel entry is removed
+/// before the close, so the next file under the number has no stale entry to be told from. Each
+/// of 20 readinesses of that file then costs one `epoll_ctl` (the re-arm) and a few once (the
+/// register's look as the watch starts, the watch, the loop's own descriptors); removed after
+/// the close, every re-arm would also be checked against the file register (one more each).
+func parkedSourceEndedThenClosedSystemCalls() {
+    let turns = 20
+    let outcome = onNewThread { () -> String in
+        let loop = EvRunLoop.current
+        let inner = EvRunLoop.Mode("harness.inner")
+        loop.add(EvTimer(after: .seconds(3600)) { _ in }, forMode: inner)
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { return "pipe failed" }
+        let (number, firstWriter) = (fds[0], fds[1])
+        let first = try! EvFileDescriptorSource(fileDescriptor: number, events: .readable) { _ in }
+        loop.add(first, forMode: .default)
+        // A timer: it fires after the nested run's poll, which parked the watch.
+        let ender = EvTimer(after: .zero) { _ in
+            first.invalidate()
+            close(number)
+        }
+        let switcher = EvSource {
+            loop.add(ender, forMode: inner)
+            _ = loop.run(mode: inner, timeout: .zero)
+        }
+        loop.add(switcher, forMode: .default)
+        loop.run(mode: .default, timeout: .zero)  // the watch started
+        switcher.signal()
+        loop.run(mode: .default, timeout: .zero)  // parked, then ended in the nested run
+        guard !first.isValid else { return "the nested run did not end the first source" }
+        guard pipe(&fds) == 0 else { return "pipe failed" }
+        let (reader, writer) = (fds[0], fds[1])
+        guard reader == number else { return "the new pipe took \(reader), not \(number)" }
+        let handled = Mutex(0)
+        let second = try! EvFileDescriptorSource(fileDescriptor: reader, events: .readable) { _ in
+            var byte: UInt8 = 0
+            if read(reader, &byte, 1) == 1 { handled.withLock { $0 += 1 } }
+        }
+        arm("epoll_ctl:1000000000:EINVAL@thread")
+        loop.add(second, forMode: .default)
+        for turn in 1...turns {
+            var byte: UInt8 = 1
+            _ = write(writer, &byte, 1)
+            run(loop, for: 10) { handled.withLock { $0 } == turn }
+        }
+        let calls = runloopkit_faults_calls("epoll_ctl")
+        runloopkit_faults_disarm()
+        second.invalidate()
+        switcher.invalidate()
+        ender.invalidate()
+        for fd in [firstWriter, reader, writer] { close(fd) }
+        guard handled.withLock({ $0 }) == turns else { return "\(handled.withLock { $0 }) of \(turns) readinesses handled" }
+        return calls <= turns + 10 ? "ok \(calls)" : "\(calls) epoll_ctl for \(turns) readinesses (at most \(turns + 10))"
+    }
+    guard outcome.hasPrefix("ok") else { fail(outcome) }
+    print("\(turns) readinesses after a parked source ended: \(outcome.dropFirst(3)) epoll_ctl")
+}

@@ -126,10 +126,10 @@ extension EvRunLoop {
             noteReadinessTaken(&state)
         }
         state.source1s.removeValue(forKey: id)
-        // On the loop's thread a descriptor's watch ends now, while the number still names its
-        // file (the caller may close it next): its kernel entry is removed, not left to linger.
-        if case .fileDescriptor = core.kind, state.watches.started.contains(id), let token = state.watches.tokens[id],
-           ThreadRegistry.existingLoop() === self {
+        // On the loop's thread a descriptor's watch ends now, started or parked, while the number
+        // still names its file (the caller may close it next): its kernel entry is removed, not
+        // left to linger.
+        if case .fileDescriptor = core.kind, let token = state.watches.tokens[id], ThreadRegistry.existingLoop() === self {
             state.watches.started.remove(id)
             waiter.stopWatcher(token)
         }

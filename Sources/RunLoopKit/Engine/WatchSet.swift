@@ -143,7 +143,7 @@ extension EvRunLoop {
         // Caught all the time, but a delivery for another mode's source waits unwoken (R37).
         for (signal, wakes) in signalsWakingMode { waiter.setSignal(signal, wakesLoop: wakes) }
         for id in state.watches.started where wanted[id] == nil {
-            if let token = state.watches.tokens[id] { waiter.stopWatcher(token) }
+            if let token = state.watches.tokens[id] { waiter.parkWatcher(token) }
             state.watches.started.remove(id)
         }
         for (id, token) in state.watches.tokens where state.source1s[id] == nil {
@@ -176,7 +176,7 @@ extension EvRunLoop {
         for id in changed {
             let isBound = state.source1s[id] != nil
             if modeState?.watchedSources[id] == nil || !isBound, state.watches.started.remove(id) != nil, let token = state.watches.tokens[id] {
-                waiter.stopWatcher(token)
+                if isBound { waiter.parkWatcher(token) } else { waiter.stopWatcher(token) }
             }
             if !isBound, let token = state.watches.tokens.removeValue(forKey: id) {
                 waiter.removeWatcher(token)

@@ -32,6 +32,12 @@ protocol ReadinessSink: AnyObject {
 /// entry's file (``mayLinger``). A descriptor epoll refuses (`EPERM`: a regular file) is ready
 /// at once for all it is watched for, as `poll` would say.
 ///
+/// A watcher whose source's modes stop running is parked (``park(token:fd:)``), not removed: its
+/// kernel entry stays, so a mode switch costs no `epoll_ctl` for it, and a report while it is
+/// parked is held (the entry rests, not re-armed before sleeps) until it is watched again. Its
+/// return re-arms the entry, one `epoll_ctl` that also shows whether the number still names the
+/// entry's file: the kernel keys its entry by file and number.
+///
 /// A number names a file only until it is closed, and the next `open` may reuse it for another.
 /// Each watcher says which file it was made for (its ``FileIdentity``): a watch that starts
 /// while the number names another file fails, and so do the watchers of an entry left for an
@@ -50,9 +56,12 @@ final class DescriptorSet {
     /// lowest first): an event finds its entry with no hashing, and changes it in place.
     @exclusivity(unchecked) private var entries = EntryTable()
     @exclusivity(unchecked) private var entryCount = 0
+    /// Watchers not parked, in every entry: a poll with none has nothing to look for.
+    @exclusivity(unchecked) private var liveWatcherCount = 0
     @exclusivity(unchecked) private var lastGeneration: UInt32 = 0
     @exclusivity(unchecked) private var alwaysReadyCount = 0
-    /// Entries left unarmed (see ``Entry/armed``): the loop re-arms them before it sleeps.
+    /// Entries left unarmed (see ``Entry/armed``) for a watcher that is not parked: the loop
+    /// re-arms them before it sleeps.
     @exclusivity(unchecked) private(set) var restingCount = 0
     /// Numbers whose entry was forgotten while the kernel may keep its own for the file (the
     /// number closed or reused first, the file open elsewhere): put back under the number, that
@@ -82,10 +91,15 @@ final class DescriptorSet {
         /// handler (see ``taken(token:fd:)``), so a report for it meanwhile tells the loop
         /// nothing new. Only the first 32 watchers have a bit; the others are always told.
         var pending: UInt32 = 0
+        /// Bit `i`: `watchers[i]` is parked (see ``DescriptorSet/park(token:fd:)``). Only the first
+        /// 32 watchers can be; the others are removed instead.
+        var parked: UInt32 = 0
         /// Re-armed since its last report, so the kernel reports it again. A report that finds
         /// every watcher it is for pending is not re-armed: the entry rests, and the kernel,
         /// which would report it at every look until a handler takes it, looks no more.
         var armed = true
+        /// Unarmed for parked watchers alone: it stays so until one of them is watched again.
+        var restsParked = false
 
         /// The bits of the watchers `readiness` is for (see ``pending``); all ones when one of
         /// them has no bit, and such a report never rests.
@@ -100,13 +114,22 @@ final class DescriptorSet {
             return mask
         }
 
-        /// Clears the pending bit of the watcher at `index`, which leaves: the bits above it move
-        /// down with their watchers.
+        /// Clears the pending and parked bits of the watcher at `index`, which leaves: the bits
+        /// above it move down with their watchers.
         mutating func forgetWatcher(at index: Int) {
             guard index < 32 else { return }
-            let below = pending & ((1 << UInt32(index)) &- 1)
-            pending = below | (index < 31 ? (pending >> (UInt32(index) + 1)) << UInt32(index) : 0)
+            func removingBit(_ bits: UInt32) -> UInt32 {
+                let below = bits & ((1 << UInt32(index)) &- 1)
+                return below | (index < 31 ? (bits >> (UInt32(index) + 1)) << UInt32(index) : 0)
+            }
+            pending = removingBit(pending)
+            parked = removingBit(parked)
         }
+
+        func isParked(_ index: Int) -> Bool { index < 32 && parked & (1 << UInt32(index)) != 0 }
+
+        /// How many watchers are not parked.
+        var liveCount: Int { watchers.count - parked.nonzeroBitCount }
 
         init(watchers: [(token: Int, events: Int32)], generation: UInt32, file: FileIdentity) {
             self.watchers = watchers
@@ -115,10 +138,17 @@ final class DescriptorSet {
             wanted = watchers.reduce(0) { $0 | $1.events }
         }
 
+        /// What the watchers that are not parked want: the kernel is asked for no more, so a
+        /// parked watcher's readiness does not wake a mode that watches the same descriptor.
         var kernelMask: UInt32 {
+            var live = wanted
+            if parked != 0 {
+                live = 0
+                for (index, watcher) in watchers.enumerated() where !isParked(index) { live |= watcher.events }
+            }
             var mask = EPOLLONESHOT.rawValue
-            if wanted & EvBackend.readable != 0 { mask |= EPOLLIN.rawValue }
-            if wanted & EvBackend.writable != 0 { mask |= EPOLLOUT.rawValue }
+            if live & EvBackend.readable != 0 { mask |= EPOLLIN.rawValue }
+            if live & EvBackend.writable != 0 { mask |= EPOLLOUT.rawValue }
             return mask
         }
     }
@@ -178,9 +208,10 @@ final class DescriptorSet {
         entries.deallocate()
     }
 
-    /// Whether no descriptor is watched: then nothing of the set's can be reported (a lingering
-    /// kernel entry of a closed descriptor is ignored when it reports, see the type's comment).
-    var isEmpty: Bool { entryCount == 0 }
+    /// Whether no descriptor is watched but by parked watchers: then nothing of the set's can be
+    /// handed on (a lingering kernel entry of a closed descriptor is ignored when it reports, see
+    /// the type's comment; a parked watcher's report is held).
+    var isEmpty: Bool { liveWatcherCount == 0 }
 
     /// The entry of `fd`, if it has one.
     private func entry(_ fd: Int32) -> Entry? {
@@ -192,11 +223,13 @@ final class DescriptorSet {
         if Int(fd) >= entries.count { entries.grow(toHold: Int(fd)) }
         if entries[Int(fd)] == nil { entryCount += 1 }
         entries[Int(fd)] = entry
+        liveWatcherCount += entry.liveCount
     }
 
     /// Takes `fd`'s entry out of the table.
     private func forget(_ fd: Int32) {
-        guard entries[Int(fd)] != nil else { return }
+        guard let entry = entries[Int(fd)] else { return }
+        liveWatcherCount -= entry.liveCount
         entries[Int(fd)] = nil
         entryCount -= 1
     }
@@ -217,13 +250,15 @@ final class DescriptorSet {
     func add(token: Int, fd: Int32, events: Int32, file: FileIdentity) -> [Int] {
         // A run loop's own descriptor (see InternalDescriptors): watching it would break a loop.
         if InternalDescriptors.contains(fd) { return [token] }
-        // One look per start of a watch (a mode switch), none per event: see report(_:to:).
+        if let index = entry(fd)?.watchers.firstIndex(where: { $0.token == token }) { return unpark(fd, index) }
+        // One look per new watch, none per event: see report(_:to:).
         guard file.isNamed(by: fd) else { return [token] }
         var failed: [Int] = []
         if let entry = entry(fd) {
             // The same file as the new source's (the usual case) was just looked at.
             if entry.file == file || entry.file.isNamed(by: fd) {
                 entries[Int(fd)]!.watchers.append((token, events))
+                liveWatcherCount += 1
                 if entry.alwaysReady { return [] }
                 failed = install(fd, adding: false)
                 // The others watch a file since closed; `fd` now names another one: watch that alone.
@@ -245,7 +280,7 @@ final class DescriptorSet {
     /// type's comment): the removal's error is no news.
     private func drop(_ entry: Entry, for fd: Int32) -> [Int] {
         forget(fd)
-        if !entry.armed { restingCount -= 1 }
+        if !entry.armed && !entry.restsParked { restingCount -= 1 }
         if entry.alwaysReady {
             alwaysReadyCount -= 1
         } else {
@@ -264,9 +299,34 @@ final class DescriptorSet {
             _ = drop(entry, for: fd)
             return []
         }
+        if !entry.isParked(index) { liveWatcherCount -= 1 }
         entries[Int(fd)]!.watchers.remove(at: index)
         entries[Int(fd)]!.forgetWatcher(at: index)
         return entry.alwaysReady ? [] : install(fd, adding: false)
+    }
+
+    /// Stops handing on readiness for `token`, a watcher of `fd`, but keeps its kernel entry (see
+    /// the type's comment): a mode switch makes no system call for it. Returns what
+    /// ``remove(token:fd:)`` returns when the watcher cannot be parked (past the 32nd of its
+    /// descriptor, or always ready) and is removed instead.
+    func park(token: Int, fd: Int32) -> [Int] {
+        guard let entry = entry(fd), let index = entry.watchers.firstIndex(where: { $0.token == token }) else { return [] }
+        guard index < 32, !entry.alwaysReady else { return remove(token: token, fd: fd) }
+        guard !entry.isParked(index) else { return [] }
+        entries[Int(fd)]!.parked |= 1 << UInt32(index)
+        entries[Int(fd)]!.pending &= ~(1 << UInt32(index))
+        liveWatcherCount -= 1
+        return []
+    }
+
+    /// Watches again for the parked watcher at `index` of `fd`'s entry: re-armed, so that the
+    /// kernel reports what became ready meanwhile, and so checked: the re-arm fails if the number
+    /// no longer names the entry's file. Returns the tokens that failed then.
+    private func unpark(_ fd: Int32, _ index: Int) -> [Int] {
+        guard entries[Int(fd)]!.isParked(index) else { return [] }
+        entries[Int(fd)]!.parked &= ~(1 << UInt32(index))
+        liveWatcherCount += 1
+        return install(fd, adding: false)
     }
 
     /// The readiness of `token`, a watcher of `fd`, was taken for its handler, about to run: the
@@ -306,9 +366,9 @@ final class DescriptorSet {
     func rearmResting() -> [Int] {
         var failed: [Int] = []
         for index in entries.indices {
-            guard let entry = entries[index], entry.pending != 0 || !entry.armed else { continue }
+            guard let entry = entries[index], entry.pending != 0 || !entry.armed && !entry.restsParked else { continue }
             entries[index]!.pending = 0
-            if !entry.armed { failed += install(Int32(index), adding: false) }
+            if !entry.armed && !entry.restsParked { failed += install(Int32(index), adding: false) }
         }
         return failed
     }
@@ -359,22 +419,40 @@ final class DescriptorSet {
         let readiness = (broken || bits & EPOLLIN.rawValue != 0 ? EvBackend.readable : 0)
             | (broken || bits & EPOLLOUT.rawValue != 0 ? EvBackend.writable : 0)
         let told = entries[slot]!.watchers(readyFor: readiness)
-        if told != .max && told & ~entries[slot]!.pending == 0 {
+        let parked = entries[slot]!.parked
+        if told != .max && told & ~(entries[slot]!.pending | parked) == 0 {
             // Every watcher it is for waits for its handler: rest until one's readiness is taken
             // (taken(token:fd:)), instead of a re-arm and a report at every pass until then.
-            entries[slot]!.armed = false
-            restingCount += 1
+            guard told & parked != 0 && told & ~parked == 0 else {
+                entries[slot]!.armed = false
+                restingCount += 1
+                return
+            }
+            // Held for parked watchers alone: the entry rests until one is watched again
+            // (unpark), or, if others watch for something else, is re-armed for that alone.
+            if entries[slot]!.liveCount == 0 {
+                entries[slot]!.armed = false
+                entries[slot]!.restsParked = true
+            } else if !installed(fd, adding: false) {
+                reportDead(fd, 0, to: sink)
+            }
             return
         }
-        if told != .max { entries[slot]!.pending |= told }
+        if told != .max { entries[slot]!.pending |= told & ~parked }
         guard installed(fd, adding: false) else { return reportDead(fd, readiness, to: sink) }
+        if parked != 0 { return handOn(fd, readiness, to: sink) }
         if entries[slot]!.watchers.count == 1 {
             let watcher = entries[slot]!.watchers[0]
             if watcher.events & readiness != 0 { sink.noteReady(watcher.token, watcher.events & readiness) }
             return
         }
-        let watchers = entries[slot]!.watchers
-        for watcher in watchers where watcher.events & readiness != 0 {
+        handOn(fd, readiness, to: sink)
+    }
+
+    /// Tells each watcher of `fd` that is not parked the part of `readiness` it watches for.
+    private func handOn<Sink: ReadinessSink>(_ fd: Int32, _ readiness: Int32, to sink: Sink) {
+        let entry = entries[Int(fd)]!
+        for (index, watcher) in entry.watchers.enumerated() where watcher.events & readiness != 0 && !entry.isParked(index) {
             sink.noteReady(watcher.token, watcher.events & readiness)
         }
     }
@@ -389,7 +467,7 @@ final class DescriptorSet {
         // file's kernel entry may linger, see mayLinger), so only a failed one needs to look:
         // readiness of a file the number no longer names is an error alone.
         let stillNamed = failed.isEmpty || entry.file.isNamed(by: fd)
-        for watcher in entry.watchers where stillNamed && watcher.events & readiness != 0 {
+        for (index, watcher) in entry.watchers.enumerated() where stillNamed && watcher.events & readiness != 0 && !entry.isParked(index) {
             sink.noteReady(watcher.token, watcher.events & readiness)
         }
         for token in failed { sink.noteReady(token, EvBackend.failed) }
@@ -408,7 +486,7 @@ final class DescriptorSet {
     private func installed(_ fd: Int32, adding: Bool) -> Bool {
         let index = Int(fd)
         if !entries[index]!.armed {
-            restingCount -= 1
+            if entries[index]!.restsParked { entries[index]!.restsParked = false } else { restingCount -= 1 }
             entries[index]!.armed = true  // the entry is re-armed below, or dropped
         }
         var event = epoll_event()

@@ -107,6 +107,14 @@ extension EvBackend {
         }
     }
 
+    /// A descriptor's watcher keeps its entry in the descriptor set, which holds what it reports
+    /// until it starts again (see ``DescriptorSet/park(token:fd:)``); other watchers stop.
+    func parkWatcher(_ token: Int) {
+        guard case .descriptor(let fd, _, _) = watcher(token) else { return stopWatcher(token) }
+        for failed in descriptors?.park(token: token, fd: fd) ?? [] { noteReady(failed, Self.failed) }
+        refreshHasReady()
+    }
+
     func stopWatcher(_ token: Int) {
         switch watcher(token) {
         case .descriptor(let fd, _, _):

@@ -71,6 +71,9 @@ protocol LoopWaiter: AnyObject {
     func addWatcher(_ kind: WatcherKind) -> Int
     func startWatcher(_ token: Int)
     func stopWatcher(_ token: Int)
+    /// Stops a watcher while modes without its source run: as ``stopWatcher(_:)``, but a
+    /// descriptor's kernel entry may stay, so that starting it again costs less (a mode switch).
+    func parkWatcher(_ token: Int)
     func removeWatcher(_ token: Int)
     /// Whether a watcher reported readiness not yet taken with ``takeReady(_:)``.
     var hasReady: Bool { get }

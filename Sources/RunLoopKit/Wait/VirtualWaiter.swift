@@ -174,6 +174,7 @@ final class VirtualWaiter: LoopWaiter, @unchecked Sendable {
 
     func startWatcher(_ token: Int) {}
     func stopWatcher(_ token: Int) {}
+    func parkWatcher(_ token: Int) {}
     func removeWatcher(_ token: Int) {
         locked {
             if watchers.removeValue(forKey: token) != nil { freeTokens.append(token) }

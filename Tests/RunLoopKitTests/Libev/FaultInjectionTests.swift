@@ -140,6 +140,19 @@ import Testing
         try expectPass("reused-number")
     }
 
+    /// A nested run of another mode beside many watched descriptors costs one `epoll_ctl` per
+    /// descriptor, the re-arm as their mode runs again, and loses no readiness.
+    @Test func aModeSwitchBesideManyDescriptorsCostsOneEpollCtlEach() throws {
+        try expectPass("mode-switch")
+    }
+
+    /// A source whose watch a nested run of another mode parked, invalidated on the loop's thread
+    /// and then closed, leaves no kernel entry behind: the next file under its number costs one
+    /// `epoll_ctl` per readiness, with no check against the file register.
+    @Test func aParkedSourceEndedThenClosedLeavesNoEntryToCheckAgainst() throws {
+        try expectPass("parked-number")
+    }
+
     /// A repeating timer's kernel timer repeats by itself: per fire one `epoll_wait` and one
     /// `read`, no `timerfd_settime` after the first.
     @Test func aRepeatingTimerIsNotReArmedEveryPeriod() throws {
