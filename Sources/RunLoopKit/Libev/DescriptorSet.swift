@@ -78,9 +78,10 @@ final class DescriptorSet {
     private struct Entry {
         /// The watchers of this descriptor: token and the readiness each wants.
         var watchers: [(token: Int, events: Int32)] {
-            didSet { wanted = watchers.reduce(0) { $0 | $1.events } }
+            didSet { wanted = Self.wanted(by: watchers, parked: parked) }
         }
-        /// What the watchers want together.
+        /// What the watchers that are not parked want together: the kernel is asked for no more,
+        /// so a parked watcher's readiness does not wake a mode that watches the same descriptor.
         private var wanted: Int32
         var generation: UInt32
         /// The file the watchers were made for.
@@ -93,7 +94,9 @@ final class DescriptorSet {
         var pending: UInt32 = 0
         /// Bit `i`: `watchers[i]` is parked (see ``DescriptorSet/park(token:fd:)``). Only the first
         /// 32 watchers can be; the others are removed instead.
-        var parked: UInt32 = 0
+        var parked: UInt32 = 0 {
+            didSet { wanted = Self.wanted(by: watchers, parked: parked) }
+        }
         /// Re-armed since its last report, so the kernel reports it again. A report that finds
         /// every watcher it is for pending is not re-armed: the entry rests, and the kernel,
         /// which would report it at every look until a handler takes it, looks no more.
@@ -101,9 +104,10 @@ final class DescriptorSet {
         /// Unarmed for parked watchers alone: it stays so until one of them is watched again.
         var restsParked = false
 
-        /// The bits of the watchers `readiness` is for (see ``pending``); all ones when one of
-        /// them has no bit, and such a report never rests.
-        func watchers(readyFor readiness: Int32) -> UInt32 {
+        /// The bits of the `watchers` `readiness` is for (see ``pending``); all ones when one of
+        /// them has no bit, and such a report never rests. Given the watchers alone, so that a
+        /// report reads them in place instead of copying the entry.
+        static func bits(of watchers: [(token: Int, events: Int32)], readyFor readiness: Int32) -> UInt32 {
             // The usual entry: one watcher.
             if watchers.count == 1 { return watchers[0].events & readiness != 0 ? 1 : 0 }
             var mask: UInt32 = 0
@@ -135,20 +139,21 @@ final class DescriptorSet {
             self.watchers = watchers
             self.generation = generation
             self.file = file
-            wanted = watchers.reduce(0) { $0 | $1.events }
+            wanted = Self.wanted(by: watchers, parked: 0)
         }
 
-        /// What the watchers that are not parked want: the kernel is asked for no more, so a
-        /// parked watcher's readiness does not wake a mode that watches the same descriptor.
-        var kernelMask: UInt32 {
-            var live = wanted
-            if parked != 0 {
-                live = 0
-                for (index, watcher) in watchers.enumerated() where !isParked(index) { live |= watcher.events }
+        private static func wanted(by watchers: [(token: Int, events: Int32)], parked: UInt32) -> Int32 {
+            var wanted: Int32 = 0
+            for (index, watcher) in watchers.enumerated() where index >= 32 || parked & (1 << UInt32(index)) == 0 {
+                wanted |= watcher.events
             }
+            return wanted
+        }
+
+        var kernelMask: UInt32 {
             var mask = EPOLLONESHOT.rawValue
-            if live & EvBackend.readable != 0 { mask |= EPOLLIN.rawValue }
-            if live & EvBackend.writable != 0 { mask |= EPOLLOUT.rawValue }
+            if wanted & EvBackend.readable != 0 { mask |= EPOLLIN.rawValue }
+            if wanted & EvBackend.writable != 0 { mask |= EPOLLOUT.rawValue }
             return mask
         }
     }
@@ -418,7 +423,7 @@ final class DescriptorSet {
         let broken = bits & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
         let readiness = (broken || bits & EPOLLIN.rawValue != 0 ? EvBackend.readable : 0)
             | (broken || bits & EPOLLOUT.rawValue != 0 ? EvBackend.writable : 0)
-        let told = entries[slot]!.watchers(readyFor: readiness)
+        let told = Entry.bits(of: entries[slot]!.watchers, readyFor: readiness)
         let parked = entries[slot]!.parked
         if told != .max && told & ~(entries[slot]!.pending | parked) == 0 {
             // Every watcher it is for waits for its handler: rest until one's readiness is taken
