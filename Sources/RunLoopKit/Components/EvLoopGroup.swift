@@ -29,7 +29,8 @@ public enum EvLoopGroupError: Error, Sendable, Equatable, CustomStringConvertibl
 ///
 /// ``stop(waitUntilExited:)`` and ``stop()`` stop every thread as ``EvWorkerThread`` does: work
 /// submitted through ``EvRunLoop/execute(inModes:_:)`` before the stop still runs, then each
-/// loop ends and its thread exits. Dropping the last reference to the group stops it the same way.
+/// loop ends and its thread exits. Dropping the last reference to the group stops it the same way,
+/// waiting for the threads as an ``EvWorkerThread`` released in the same place would.
 public final class EvLoopGroup: Sendable {
     /// The group's threads, in index order.
     let workers: [EvWorkerThread]
@@ -71,13 +72,14 @@ public final class EvLoopGroup: Sendable {
     }
 
     /// Stops every thread as ``stop(waitUntilExited:)`` does: from another thread this waits
-    /// until they have exited; from one of the group's own threads it never waits.
+    /// until they have exited; from one of the group's own threads, and in a task off the main
+    /// thread, it does not wait (as an ``EvWorkerThread`` released there).
     deinit {
         // Else the workers, released next, would each wait for its thread from this one.
         if workers.contains(where: { $0.core.isWorkerThread }) {
             for worker in workers { worker.core.waitsWhenReleased.store(false, ordering: .relaxed) }
         }
-        Self.stop(workers, waitUntilExited: true)
+        Self.stop(workers, waitUntilExited: WorkerCore.releaseMayWait)
     }
 
     /// The next loop, round robin: `loops[0]`, `loops[1]`, … `loops[N-1]`, `loops[0]`, …

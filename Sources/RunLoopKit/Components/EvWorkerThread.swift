@@ -41,8 +41,11 @@ public enum EvWorkerThreadError: Error, Sendable, Equatable, CustomStringConvert
 /// ``stop(waitUntilExited:)`` runs everything submitted before it, then ends the run loop and
 /// the thread — and, unlike the `[NSRunLoop run]` trap (W13), the thread really exits: its loop
 /// is torn down (R4) and, from another thread, `stop` joins it, so nothing of it remains once
-/// `stop` returns. Dropping the last reference to the worker stops it the same way. Submitting
-/// after `stop` throws ``EvWorkerThreadError/stopped``; nothing is silently dropped.
+/// `stop` returns. Dropping the last reference to the worker stops it the same way, waiting as
+/// `stop` does except on the worker's own thread and in a task off the main thread, where it
+/// returns at once and the thread ends on its own once its queue is done (await ``stop()`` to
+/// know when). Submitting after `stop` throws ``EvWorkerThreadError/stopped``; nothing is
+/// silently dropped.
 ///
 /// Work scheduled directly on ``runLoop`` (``EvRunLoop/perform(inModes:waitUntilDone:_:)``,
 /// timers, delayed performs) is not covered by that promise: whatever is still pending in it when
@@ -72,9 +75,10 @@ public final class EvWorkerThread: Sendable {
     }
 
     /// Stops the worker (see ``stop(waitUntilExited:)``): from another thread this waits until
-    /// work already submitted has run and the thread has exited; from the worker's own thread it
-    /// does not wait.
-    deinit { core.stop(waitUntilExited: core.waitsWhenReleased.load(ordering: .relaxed)) }
+    /// work already submitted has run and the thread has exited; from the worker's own thread,
+    /// and in a task off the main thread, it does not wait (the thread ends once its queue is
+    /// done, its loop torn down and its descriptors closed, and is joined then).
+    deinit { core.stop(waitUntilExited: core.waitsWhenReleased.load(ordering: .relaxed) && WorkerCore.releaseMayWait) }
 
     /// Starts the thread and returns its run loop once the loop exists and accepts work.
     ///
@@ -205,6 +209,11 @@ final class WorkerCore: Sendable {
     }
 
     var isWorkerThread: Bool { shared.withLock { $0.thread }?.isCurrent ?? false }
+
+    /// Whether dropping a worker here may wait for its thread: not in a task off the main thread,
+    /// whose thread (one of the cooperative pool's few, a loop's) the worker's queued work may be
+    /// waiting for.
+    static var releaseMayWait: Bool { !AsyncGuard.isInTask || ThreadRegistry.isMainThread }
 
     func start() throws(EvWorkerThreadError) -> EvRunLoop {
         try shared.withLock { shared throws(EvWorkerThreadError) in

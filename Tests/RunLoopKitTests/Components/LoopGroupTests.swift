@@ -142,10 +142,15 @@ import TestSupport
         #expect(loop1Done.wait(timeout: 10))
     }
 
+    /// Dropped outside a task (a test's body runs in one), where the release waits.
     @Test func droppingTheGroupStopsItsThreads() throws {
-        var group: EvLoopGroup? = try EvLoopGroup(numberOfThreads: 2, name: "dropped")
-        let loops = group!.loops
-        group = nil
+        let exited = Box<[EvRunLoop]>([])
+        pthread_join(spawnThread {
+            guard let group = try? EvLoopGroup(numberOfThreads: 2, name: "dropped") else { return }
+            exited.set(group.loops)
+        }, nil)
+        let loops = exited.get
+        #expect(loops.count == 2)
         for loop in loops {
             #expect(throws: EvPerformError.loopExited) { try loop.execute {} }
         }

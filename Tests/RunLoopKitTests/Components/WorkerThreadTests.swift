@@ -2,6 +2,7 @@ import Foundation
 import RunLoopKit
 import Synchronization
 import Testing
+import TestSupport
 
 /// EvWorkerThread: a keep-alive thread whose loop runs submitted work until it is stopped.
 @Suite struct WorkerThreadTests {
@@ -169,17 +170,21 @@ import Testing
         #expect(returned.all == Array(repeating: .stopped, count: 4))
     }
 
+    /// Dropped outside a task (a test's body runs in one), where the release waits.
     @Test func droppingTheLastReferenceStopsTheWorkerAfterItsQueue() throws {
         let loopTornDown = Latch()
         let log = EventLog<Int>()
-        do {
-            let worker = EvWorkerThread()
-            try worker.start()
-            let loop = try #require(worker.runLoop)
-            loop.add(EvSource(cancel: { _, _ in loopTornDown.open() }) {}, forMode: .default)
-            for index in 0..<10 { try worker.execute { log.append(index) } }
-        }  // the last reference goes here: deinit stops and joins the thread
-        #expect(loopTornDown.wait(timeout: 0))
+        let tornDownWhenReleased = Box(false)
+        pthread_join(spawnThread {
+            do {
+                let worker = EvWorkerThread()
+                guard let loop = try? worker.start() else { return }
+                loop.add(EvSource(cancel: { _, _ in loopTornDown.open() }) {}, forMode: .default)
+                for index in 0..<10 { try? worker.execute { log.append(index) } }
+            }  // the last reference goes here: deinit stops and joins the thread
+            tornDownWhenReleased.set(loopTornDown.wait(timeout: 0))
+        }, nil)
+        #expect(tornDownWhenReleased.get)
         #expect(log.all == Array(0..<10))
     }
 
