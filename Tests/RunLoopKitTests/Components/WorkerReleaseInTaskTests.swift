@@ -67,6 +67,52 @@ private final class LastReference<Object: Sendable>: Sendable {
         #expect(loop.get?.threadHasExited == true)
     }
 
+    /// The last reference dropped by a task on the worker's own loop, on its thread: the release
+    /// cannot wait for that thread, which ends once the task's job has returned.
+    @Test func droppingAWorkerInATaskOnItsOwnLoop() async throws {
+        for _ in 0..<20 {
+            let worker = EvWorkerThread(name: "own-release")
+            let loop = try worker.start()
+            let last = LastReference(worker)
+            _ = consume worker
+            let onItsThread = await Task(executorPreference: EvRunLoopExecutor(loop)) {
+                _ = last.take()
+                return loop.isCurrent
+            }.value
+            #expect(onItsThread)
+            await loop.untilTornDown()
+        }
+    }
+
+    @Test func droppingAGroupInATaskOnOneOfItsLoops() async throws {
+        for _ in 0..<10 {
+            let group = try EvLoopGroup(numberOfThreads: 2, name: "own-release")
+            let loops = group.loops
+            let last = LastReference(group)
+            _ = consume group
+            await Task(executorPreference: EvRunLoopExecutor(loops[1])) { _ = last.take() }.value
+            for loop in loops { await loop.untilTornDown() }
+        }
+    }
+
+    /// A task on the worker's loop awaits its stop, goes on on the queue that stands in for the
+    /// exited thread, and drops the worker there.
+    @Test func droppingAWorkerOnTheQueueThatStandsInForItsExitedThread() async throws {
+        for _ in 0..<10 {
+            let worker = EvWorkerThread(name: "stand-in-release")
+            let loop = try worker.start()
+            let last = LastReference(worker)
+            _ = consume worker
+            let onStandIn = await Task(executorPreference: EvRunLoopExecutor(loop)) {
+                guard let worker = last.take() else { return false }
+                await worker.stop()
+                return EvRunLoopExecutor.isOnStandInQueue
+            }.value
+            #expect(onStandIn)
+            #expect(loop.threadHasExited)
+        }
+    }
+
     /// Runs the tasks `body` adds, in the order it adds them, on one host worker's thread.
     private func onOneThread(_ body: @Sendable (inout TaskGroup<Void>) -> Void) async throws {
         let host = EvWorkerThread(name: "release-host")
