@@ -1,0 +1,90 @@
+import Foundation
+@testable import RunLoopKit
+import Synchronization
+import Testing
+
+/// An actor pinned to a loop that counts its calls, notices two of its jobs running at once,
+/// and says where its last call ran.
+private actor LoadCounter {
+    let executor: EvRunLoopExecutor
+    private(set) var count = 0
+    private nonisolated let running = Atomic<Int>(0)
+    nonisolated let overlaps = Atomic<Int>(0)
+
+    init(_ loop: EvRunLoop) { executor = EvRunLoopExecutor(loop) }
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    /// Counts the call; returns whether it ran on the loop's thread (else on the stand-in queue).
+    @discardableResult
+    func bump() -> Bool {
+        if running.add(1, ordering: .acquiringAndReleasing).newValue != 1 { overlaps.add(1, ordering: .relaxed) }
+        executor.checkIsolated()  // the loop's thread, or the stand-in queue once it has exited
+        count += 1
+        running.subtract(1, ordering: .acquiringAndReleasing)
+        return executor.loop.isCurrent
+    }
+}
+
+/// Jobs in flight while their loop ends: each runs once, one at a time, on the loop's thread or
+/// (once it has exited) on the queue that stands in for it; none is lost.
+@Suite struct StopUnderLoadTests {
+    @Test func callsOnAnActorWhileItsWorkerStopsAllReturnOneAtATime() async throws {
+        for _ in 0..<20 {
+            let worker = EvWorkerThread(name: "stop-under-load")
+            let counter = LoadCounter(try worker.start())
+            await withTaskGroup(of: Void.self) { tasks in
+                for _ in 0..<16 {
+                    tasks.addTask { for _ in 0..<20 { await counter.bump() } }
+                }
+                tasks.addTask { await worker.stop() }
+            }
+            #expect(await counter.count == 16 * 20)
+            #expect(counter.overlaps.load(ordering: .relaxed) == 0)
+        }
+    }
+
+    /// A plain thread's loop exits with an actor's jobs and a task's job still queued (its loop
+    /// ran only a private mode, where jobs do not run): they run on the stand-in queue.
+    @Test func jobsStillQueuedWhenAPlainLoopsThreadExitsRunOnTheStandInQueue() async throws {
+        for _ in 0..<20 {
+            let exit = Latch()
+            let (loop, finished) = startLoopThread { loop in
+                loop.add(EvMessagePort<Int> { _ in }, forMode: EvRunLoop.Mode("private"))
+                exit.wait()
+                _ = loop.run(mode: EvRunLoop.Mode("private"), timeout: .zero)
+            }
+            let counter = LoadCounter(loop)
+            let calls = (0..<8).map { _ in Task { await counter.bump() } }
+            let preferring = Task(executorPreference: EvRunLoopExecutor(loop)) { EvRunLoopExecutor.isOnStandInQueue }
+            #expect(await yieldUntil { loop.pendingBlocks.withLock { $0.pendingCount } == 9 })
+            exit.open()
+            #expect(finished.wait())
+            for call in calls { #expect(await call.value == false) }
+            #expect(await preferring.value)
+            #expect(await counter.count == 8)
+            #expect(counter.overlaps.load(ordering: .relaxed) == 0)
+        }
+    }
+
+    /// A job stops its worker and then runs the loop nested, with jobs of its own queued: the
+    /// stop ends the nested run, and the jobs it held back still run once.
+    @Test func jobsHeldBackByANestedRunThatTheStopEndsStillRunOnce() async throws {
+        for _ in 0..<10 {
+            let worker = EvWorkerThread(name: "nest-stop")
+            let loop = try worker.start()
+            let counter = LoadCounter(loop)
+            let nesting = Task(executorPreference: EvRunLoopExecutor(loop)) {
+                let held = (0..<4).map { _ in Task { await counter.bump() } }
+                worker.stop(waitUntilExited: false)
+                // Ended by the stop's final block; the timeout is a safety net.
+                let result = EvRunLoop.current.run(mode: .default, timeout: .seconds(30))
+                return (held, result)
+            }
+            let (held, result) = await nesting.value
+            #expect(result == .stopped)
+            for call in held { _ = await call.value }
+            #expect(await counter.count == 4)
+            await worker.stop()
+        }
+    }
+}
