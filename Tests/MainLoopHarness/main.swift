@@ -94,6 +94,22 @@ case "run-main":
     }
     print("runMain returned \(value)")
 
+case "run-main-drops-a-worker":
+    // A worker dropped at the end of the body, in a task off the main thread, does not wait
+    // there; runMain returns only after its queued work, which needs the main loop, has run.
+    let value = try EvRunLoop.runMain { () async throws -> Int in
+        let released = DispatchSemaphore(value: 0)
+        let holder = WorkerHolder(EvWorkerThread(name: "dropped"), released: released)
+        try holder.worker.start()
+        try holder.worker.execute {
+            released.wait()  // the body has returned and let the worker go
+            let onMain = (try? EvRunLoop.main.performAndWait { Thread.isMainThread }) ?? false
+            print("queued work ran the main loop's block on the main thread: \(onMain)")
+        }
+        return 5
+    }
+    print("runMain returned \(value)")
+
 case "run-main-typed-error":
     // body's error comes out of runMain with its own type (typed throws).
     do throws(HarnessError) {
@@ -257,4 +273,15 @@ enum HarnessError: Error { case expected }
 final class Box: @unchecked Sendable {
     var value = false
     var log: [String] = []
+}
+
+/// Holds a worker and says when it lets it go (just before the worker's own release).
+final class WorkerHolder: Sendable {
+    let worker: EvWorkerThread
+    let released: DispatchSemaphore
+    init(_ worker: EvWorkerThread, released: DispatchSemaphore) {
+        self.worker = worker
+        self.released = released
+    }
+    deinit { released.signal() }
 }

@@ -78,7 +78,10 @@ public final class EvWorkerThread: Sendable {
     /// work already submitted has run and the thread has exited; from the worker's own thread,
     /// and in a task off the main thread, it does not wait (the thread ends once its queue is
     /// done, its loop torn down and its descriptors closed, and is joined then).
-    deinit { core.stop(waitUntilExited: core.waitsWhenReleased.load(ordering: .relaxed) && WorkerCore.releaseMayWait) }
+    deinit {
+        let waits = core.waitsWhenReleased.load(ordering: .relaxed) && WorkerCore.releaseMayWait
+        if let loop = core.stop(waitUntilExited: waits), !waits { WorkerCore.trackUnwaited(loop) }
+    }
 
     /// Starts the thread and returns its run loop once the loop exists and accepts work.
     ///
@@ -214,6 +217,26 @@ final class WorkerCore: Sendable {
     /// whose thread (one of the cooperative pool's few, a loop's) the worker's queued work may be
     /// waiting for.
     static var releaseMayWait: Bool { !AsyncGuard.isInTask || ThreadRegistry.isMainThread }
+
+    /// The loops of workers dropped without waiting, until they are torn down:
+    /// ``EvRunLoop/runMain(_:)`` awaits them, so that its program loses none of their queued work.
+    private static let unwaitedLoops = Locked<[ObjectIdentifier: EvRunLoop]>([:])
+
+    /// Keeps `loop`, of a worker dropped without waiting, among ``unwaitedLoops`` until its teardown.
+    static func trackUnwaited(_ loop: EvRunLoop) {
+        let id = ObjectIdentifier(loop)
+        unwaitedLoops.withLock { $0[id] = loop }
+        let hook = loop.addExitHook { _ = unwaitedLoops.withLock { $0.removeValue(forKey: id) } }
+        if hook == nil { _ = unwaitedLoops.withLock { $0.removeValue(forKey: id) } }
+    }
+
+    /// Suspends until every worker dropped without waiting has run its queue and been torn down.
+    static func untilUnwaitedWorkersEnd() async {
+        while let loop = unwaitedLoops.withLock({ $0.values.first }) {
+            await loop.untilTornDown()
+            _ = unwaitedLoops.withLock { $0.removeValue(forKey: ObjectIdentifier(loop)) }
+        }
+    }
 
     func start() throws(EvWorkerThreadError) -> EvRunLoop {
         try shared.withLock { shared throws(EvWorkerThreadError) in

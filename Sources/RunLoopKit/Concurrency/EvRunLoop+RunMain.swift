@@ -23,6 +23,10 @@ extension EvRunLoop {
     /// ``current`` there stops with a message (its thread runs no loop): reach the main loop as
     /// ``main``, and other loops through an ``EvWorkerThread``.
     ///
+    /// An ``EvWorkerThread`` or ``EvLoopGroup`` dropped in `body`, or in any task, does not wait
+    /// for its threads there; `runMain` returns only once every one of them has run its queued
+    /// work and its loops are torn down, so the program loses none of that work.
+    ///
     /// ``stop()`` on ``main`` ends only the run in progress: `runMain` runs the loop again until
     /// `body` has finished. When `body` finishes while a callout of ``main`` runs a nested run,
     /// that nested run carries on; `runMain` returns once the loop is back in its own run.
@@ -67,6 +71,9 @@ extension EvRunLoop {
             } catch {
                 outcome = .failure(error)
             }
+            // Workers dropped in a task do not wait there; their queued work, which may need the
+            // main loop (still running here), ends before the program does.
+            await WorkerCore.untilUnwaitedWorkersEnd()
             finished.finish(outcome)
             loop.wakeUp()
         }

@@ -71,6 +71,15 @@ import Testing
         ])
     }
 
+    /// A worker dropped in the body does not wait there (a task off the main thread); runMain
+    /// waits for its queued work instead, which here needs the main loop to go on running.
+    @Test func runMainReturnsAfterTheQueuedWorkOfAWorkerItsBodyDropped() throws {
+        #expect(try harness("run-main-drops-a-worker") == [
+            "queued work ran the main loop's block on the main thread: true",
+            "runMain returned 5",
+        ])
+    }
+
     @Test func runMainThrowsTheBodysTypedError() throws {
         #expect(try harness("run-main-typed-error") == ["runMain threw expected"])
     }
