@@ -168,7 +168,9 @@ public final class EvWorkerThread: Sendable {
     }
 
     /// Stops the worker: work submitted before this call still runs, in order; then the run loop
-    /// ends and the thread exits. Later submissions throw ``EvWorkerThreadError/stopped``.
+    /// ends and the thread exits. Later submissions throw ``EvWorkerThreadError/stopped``. A run
+    /// of the loop nested in a work item or a job ends too, whether it began before this call or
+    /// after it.
     ///
     /// Stopping twice, or stopping a worker that was never started, does nothing more, except
     /// that a stop that waits waits for the thread whichever stop ended it.
@@ -195,6 +197,8 @@ final class WorkerCore: Sendable {
         weak var startedLoop: EvRunLoop?
         var thread: EvThreadHandle?
         var keepAlive: EvSource?
+        /// Set by the stop: queues a final block for each run the loop enters until it is done.
+        var stopObserver: EvObserver?
     }
 
     let shared = Locked(Shared())
@@ -298,6 +302,8 @@ final class WorkerCore: Sendable {
         }
         keepAlive.invalidate()
         shared.withLock { shared in
+            shared.stopObserver?.invalidate()
+            shared.stopObserver = nil
             shared.loop = nil
             shared.keepAlive = nil
             shared.state = .stopped
@@ -343,6 +349,15 @@ final class WorkerCore: Sendable {
                     shared.state = .stopping
                     let loop = shared.loop!
                     let keepAlive = shared.keepAlive
+                    // A run that a work item or a job enters from now on may have been taken out in
+                    // one blocks step with the final block, which that run then cannot see (C99):
+                    // it gets a final block of its own. Added first, so that no such run is missed.
+                    let observer = EvObserver(activities: .entry, order: .min) { [self] _, _ in
+                        guard !finished.load(ordering: .acquiring) else { return }
+                        _ = loop.enqueue(.block { [self] in finish(loop, keepAlive) }, inModes: [.common], woken: true)
+                    }
+                    shared.stopObserver = observer
+                    loop.add(observer, forMode: .common)
                     _ = loop.enqueue(.block { [self] in finish(loop, keepAlive) }, inModes: [.common], woken: true)
                     return .done(shared.thread, loop, stoppedNow: true)
                 case .stopping, .stopped:
@@ -361,9 +376,9 @@ final class WorkerCore: Sendable {
         }
     }
 
-    /// The final block: everything submitted before it has run (R55). Ends every run of the
-    /// worker's loop, including a nested run a work item may have started, in which this block
-    /// can find itself: `EvRunLoop.stop()` would end only the innermost run (R27), and a block scheduled
+    /// The final block: everything submitted before it has run (R55), or is running a nested run
+    /// of the loop. Ends every run of the worker's loop, including a nested run a work item or a
+    /// job may have started, in which this block (or one queued at the run's Entry) finds itself: `EvRunLoop.stop()` would end only the innermost run (R27), and a block scheduled
     /// again from the nested run would wait for a wake-up that, made there, can be dropped (C52).
     private func finish(_ loop: EvRunLoop, _ keepAlive: EvSource?) {
         finished.store(true, ordering: .releasing)
