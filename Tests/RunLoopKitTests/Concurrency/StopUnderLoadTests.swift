@@ -23,6 +23,13 @@ private actor LoadCounter {
         running.subtract(1, ordering: .acquiringAndReleasing)
         return executor.loop.isCurrent
     }
+
+    /// Bumps itself, `other` (a hop to the other loop and back), then itself again.
+    func bumpAround(_ other: LoadCounter) async {
+        bump()
+        await other.bump()
+        bump()
+    }
 }
 
 /// Jobs in flight while their loop ends: each runs once, one at a time, on the loop's thread or
@@ -40,6 +47,28 @@ private actor LoadCounter {
             }
             #expect(await counter.count == 16 * 20)
             #expect(counter.overlaps.load(ordering: .relaxed) == 0)
+        }
+    }
+
+    /// Tasks hop between actors pinned to a group's two loops while the group stops: every call
+    /// still runs once, one at a time, on the loop or, once it has exited, on the stand-in queue.
+    @Test func hopsBetweenAGroupsLoopsWhileTheGroupStopsAllReturn() async throws {
+        for _ in 0..<10 {
+            let group = try EvLoopGroup(numberOfThreads: 2, name: "hop-stop")
+            let first = LoadCounter(group.loops[0])
+            let second = LoadCounter(group.loops[1])
+            await withTaskGroup(of: Void.self) { tasks in
+                for index in 0..<16 {
+                    tasks.addTask {
+                        let (mine, other) = index.isMultiple(of: 2) ? (first, second) : (second, first)
+                        for _ in 0..<10 { await mine.bumpAround(other) }
+                    }
+                }
+                tasks.addTask { await group.stop() }
+            }
+            #expect(await first.count == 8 * 10 * 3)
+            #expect(await second.count == 8 * 10 * 3)
+            #expect(first.overlaps.load(ordering: .relaxed) + second.overlaps.load(ordering: .relaxed) == 0)
         }
     }
 
