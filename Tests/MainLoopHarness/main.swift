@@ -110,6 +110,20 @@ case "run-main-drops-a-worker":
     }
     print("runMain returned \(value)")
 
+case "run-main-drops-a-worker-on-the-main-actor":
+    // A worker dropped on the main actor while runMain runs the main loop does not wait there:
+    // its queued work needs the main loop, which the wait would hold (a watchdog reports it).
+    _ = spawnThread {
+        sleep(20)
+        print("runMain did not return")
+        exit(1)
+    }
+    let value = try EvRunLoop.runMain { () async throws -> Int in
+        try await dropOnTheMainActor()
+        return 6
+    }
+    print("runMain returned \(value)")
+
 case "run-main-typed-error":
     // body's error comes out of runMain with its own type (typed throws).
     do throws(HarnessError) {
@@ -284,4 +298,17 @@ final class WorkerHolder: Sendable {
         self.released = released
     }
     deinit { released.signal() }
+}
+
+/// Starts a worker whose queued work runs a block on the main loop, and drops the worker on the
+/// main actor while that work waits for it.
+@MainActor func dropOnTheMainActor() throws {
+    let released = DispatchSemaphore(value: 0)
+    let holder = WorkerHolder(EvWorkerThread(name: "dropped on the main actor"), released: released)
+    try holder.worker.start()
+    try holder.worker.execute {
+        released.wait()  // the main actor has let the worker go
+        let onMain = (try? EvRunLoop.main.performAndWait { Thread.isMainThread }) ?? false
+        print("queued work ran the main loop's block on the main thread: \(onMain)")
+    }
 }

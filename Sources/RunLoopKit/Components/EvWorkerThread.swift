@@ -42,9 +42,9 @@ public enum EvWorkerThreadError: Error, Sendable, Equatable, CustomStringConvert
 /// the thread — and, unlike the `[NSRunLoop run]` trap (W13), the thread really exits: its loop
 /// is torn down (R4) and, from another thread, `stop` joins it, so nothing of it remains once
 /// `stop` returns. Dropping the last reference to the worker stops it the same way, waiting as
-/// `stop` does except on the worker's own thread and in a task off the main thread, where it
-/// returns at once and the thread ends on its own once its queue is done (await ``stop()`` to
-/// know when). Submitting after `stop` throws ``EvWorkerThreadError/stopped``; nothing is
+/// `stop` does except on the worker's own thread, in a task off the main thread, and in a
+/// main-actor task while ``EvRunLoop/runMain(_:)`` runs the main loop, where it returns at once
+/// and the thread ends on its own once its queue is done (await ``stop()`` to know when). Submitting after `stop` throws ``EvWorkerThreadError/stopped``; nothing is
 /// silently dropped.
 ///
 /// Work scheduled directly on ``runLoop`` (``EvRunLoop/perform(inModes:waitUntilDone:_:)``,
@@ -76,8 +76,9 @@ public final class EvWorkerThread: Sendable {
 
     /// Stops the worker (see ``stop(waitUntilExited:)``): from another thread this waits until
     /// work already submitted has run and the thread has exited; from the worker's own thread,
-    /// and in a task off the main thread, it does not wait (the thread ends once its queue is
-    /// done, its loop torn down and its descriptors closed, and is joined then).
+    /// in a task off the main thread, and in a main-actor task under ``EvRunLoop/runMain(_:)``,
+    /// it does not wait (the thread ends once its queue is done, its loop torn down and its
+    /// descriptors closed, and is joined then).
     deinit {
         let waits = core.waitsWhenReleased.load(ordering: .relaxed) && WorkerCore.releaseMayWait
         if let loop = core.stop(waitUntilExited: waits), !waits { WorkerCore.trackUnwaited(loop) }
@@ -219,8 +220,14 @@ final class WorkerCore: Sendable {
 
     /// Whether dropping a worker here may wait for its thread: not in a task off the main thread,
     /// whose thread (one of the cooperative pool's few, a loop's) the worker's queued work may be
-    /// waiting for.
-    static var releaseMayWait: Bool { !AsyncGuard.isInTask || ThreadRegistry.isMainThread }
+    /// waiting for, nor in a main-actor task while ``EvRunLoop/runMain(_:)`` runs the main loop,
+    /// which that work may need too (`runMain` waits for it instead).
+    static var releaseMayWait: Bool {
+        !AsyncGuard.isInTask || ThreadRegistry.isMainThread && !runMainInProgress.load(ordering: .relaxed)
+    }
+
+    /// ``EvRunLoop/runMain(_:)`` is running: it awaits the workers dropped without waiting.
+    static let runMainInProgress = Atomic<Bool>(false)
 
     /// The loops of workers dropped without waiting, until they are torn down:
     /// ``EvRunLoop/runMain(_:)`` awaits them, so that its program loses none of their queued work.

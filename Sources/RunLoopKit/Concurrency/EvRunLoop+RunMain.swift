@@ -23,9 +23,10 @@ extension EvRunLoop {
     /// ``current`` there stops with a message (its thread runs no loop): reach the main loop as
     /// ``main``, and other loops through an ``EvWorkerThread``.
     ///
-    /// An ``EvWorkerThread`` or ``EvLoopGroup`` dropped in `body`, or in any task, does not wait
-    /// for its threads there; `runMain` returns only once every one of them has run its queued
-    /// work and its loops are torn down, so the program loses none of that work.
+    /// An ``EvWorkerThread`` or ``EvLoopGroup`` dropped in `body`, or in any task (a main-actor
+    /// one included), does not wait for its threads there; `runMain` returns only once every one
+    /// of them has run its queued work and its loops are torn down, so the program loses none of
+    /// that work, and work that needs the main loop meanwhile gets it.
     ///
     /// ``stop()`` on ``main`` ends only the run in progress: `runMain` runs the loop again until
     /// `body` has finished. When `body` finishes while a callout of ``main`` runs a nested run,
@@ -63,7 +64,11 @@ extension EvRunLoop {
             loop.stop()
         }
         loop.add(finisher, forMode: .default)
-        defer { finisher.invalidate() }
+        WorkerCore.runMainInProgress.store(true, ordering: .relaxed)
+        defer {
+            WorkerCore.runMainInProgress.store(false, ordering: .relaxed)
+            finisher.invalidate()
+        }
         Task {
             let outcome: Result<T, E>
             do throws(E) {

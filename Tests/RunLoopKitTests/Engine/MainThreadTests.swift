@@ -80,6 +80,14 @@ import Testing
         ])
     }
 
+    /// The same on the main actor: the release does not hold the main thread, whose loop the
+    /// worker's queued work needs.
+    @Test func aWorkerDroppedOnTheMainActorUnderRunMainDoesNotHoldTheMainLoop() throws {
+        #expect(try harness("run-main-drops-a-worker-on-the-main-actor") == [
+            "queued work ran the main loop's block on the main thread: true", "runMain returned 6",
+        ])
+    }
+
     @Test func runMainThrowsTheBodysTypedError() throws {
         #expect(try harness("run-main-typed-error") == ["runMain threw expected"])
     }
