@@ -83,9 +83,12 @@ private actor LoadCounter {
                 _ = loop.run(mode: EvRunLoop.Mode("private"), timeout: .zero)
             }
             let counter = LoadCounter(loop)
-            let calls = (0..<8).map { _ in Task { await counter.bump() } }
             let preferring = Task(executorPreference: EvRunLoopExecutor(loop)) { EvRunLoopExecutor.isOnStandInQueue }
-            #expect(await yieldUntil { loop.pendingBlocks.withLock { $0.pendingCount } == 9 })
+            #expect(await yieldUntil { loop.pendingBlocks.withLock { $0.pendingCount } == 1 })
+            let calls = (0..<8).map { _ in Task { await counter.bump() } }
+            // The actor's calls reach the loop as one job or several (an actor already scheduled
+            // on its executor takes further calls in the same job): one is enough here.
+            #expect(await yieldUntil { loop.pendingBlocks.withLock { $0.pendingCount } >= 2 })
             exit.open()
             #expect(finished.wait())
             for call in calls { #expect(await call.value == false) }
