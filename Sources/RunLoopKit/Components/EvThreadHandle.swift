@@ -31,6 +31,8 @@ final class EvThreadHandle: Sendable {
         var waiters = 0
         /// The body returned while nobody had asked for a join yet.
         var bodyReturned = false
+        /// Run once the thread is joined (see ``whenJoined(_:)``).
+        var onJoined: [@Sendable () -> Void] = []
     }
 
     private let state = Locked(State())
@@ -136,15 +138,30 @@ final class EvThreadHandle: Sendable {
         if let finished { DispatchQueue.global().async { self.joinNow(finished) } }
     }
 
+    /// Runs `action` once the thread has been joined (at once if it has), on the joining thread:
+    /// for an owner that did not wait but must know when the thread is gone, its thread-local
+    /// teardown included.
+    func whenJoined(_ action: @escaping @Sendable () -> Void) {
+        let joined = state.withLock { state -> Bool in
+            if state.phase != .joined { state.onJoined.append(action) }
+            return state.phase == .joined
+        }
+        if joined { action() }
+    }
+
     /// Joins `thread` (this handle's), then lets whoever waits for the join go.
     private func joinNow(_ thread: pthread_t) {
         pthread_join(thread, nil)
-        let waiters = state.withLock { state -> Int in
+        let (waiters, actions) = state.withLock { state -> (Int, [@Sendable () -> Void]) in
             state.phase = .joined
-            defer { state.waiters = 0 }
-            return state.waiters
+            defer {
+                state.waiters = 0
+                state.onJoined = []
+            }
+            return (state.waiters, state.onJoined)
         }
         for _ in 0..<waiters { joinedSignal.signal() }
+        for action in actions { action() }
     }
 
     /// The last thing the thread's body does: a thread nobody joins is joined from a dispatch

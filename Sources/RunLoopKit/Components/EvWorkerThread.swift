@@ -81,7 +81,8 @@ public final class EvWorkerThread: Sendable {
     /// descriptors closed, and is joined then).
     deinit {
         let waits = core.waitsWhenReleased.load(ordering: .relaxed) && WorkerCore.releaseMayWait
-        if let loop = core.stop(waitUntilExited: waits), !waits { WorkerCore.trackUnwaited(loop) }
+        core.stop(waitUntilExited: waits)
+        if !waits, let thread = core.thread { WorkerCore.trackUnwaited(thread) }
     }
 
     /// Starts the thread and returns its run loop once the loop exists and accepts work.
@@ -216,7 +217,7 @@ final class WorkerCore: Sendable {
         self.stackSize = stackSize
     }
 
-    var isWorkerThread: Bool { shared.withLock { $0.thread }?.isCurrent ?? false }
+    var isWorkerThread: Bool { thread?.isCurrent ?? false }
 
     /// Whether dropping a worker here may wait for its thread: not in a task off the main thread,
     /// whose thread (one of the cooperative pool's few, a loop's) the worker's queued work may be
@@ -229,25 +230,31 @@ final class WorkerCore: Sendable {
     /// ``EvRunLoop/runMain(_:)`` is running: it awaits the workers dropped without waiting.
     static let runMainInProgress = Atomic<Bool>(false)
 
-    /// The loops of workers dropped without waiting, until they are torn down:
-    /// ``EvRunLoop/runMain(_:)`` awaits them, so that its program loses none of their queued work.
-    private static let unwaitedLoops = Locked<[ObjectIdentifier: EvRunLoop]>([:])
+    /// The threads of workers dropped without waiting, until they are joined (their loops torn
+    /// down, their thread-local teardown over): ``EvRunLoop/runMain(_:)`` awaits them, so that its
+    /// program loses none of their queued work and exits with none of them still ending.
+    private static let unwaitedThreads = Locked<[ObjectIdentifier: EvThreadHandle]>([:])
 
-    /// Keeps `loop`, of a worker dropped without waiting, among ``unwaitedLoops`` until its teardown.
-    static func trackUnwaited(_ loop: EvRunLoop) {
-        let id = ObjectIdentifier(loop)
-        unwaitedLoops.withLock { $0[id] = loop }
-        let hook = loop.addExitHook { _ = unwaitedLoops.withLock { $0.removeValue(forKey: id) } }
-        if hook == nil { _ = unwaitedLoops.withLock { $0.removeValue(forKey: id) } }
+    /// Keeps `thread`, of a worker dropped without waiting, among ``unwaitedThreads`` until joined.
+    static func trackUnwaited(_ thread: EvThreadHandle) {
+        let id = ObjectIdentifier(thread)
+        unwaitedThreads.withLock { $0[id] = thread }
+        thread.whenJoined { _ = unwaitedThreads.withLock { $0.removeValue(forKey: id) } }
     }
 
-    /// Suspends until every worker dropped without waiting has run its queue and been torn down.
+    /// Suspends until every worker dropped without waiting has run its queue and its thread has
+    /// been joined.
     static func untilUnwaitedWorkersEnd() async {
-        while let loop = unwaitedLoops.withLock({ $0.values.first }) {
-            await loop.untilTornDown()
-            _ = unwaitedLoops.withLock { $0.removeValue(forKey: ObjectIdentifier(loop)) }
+        while let thread = unwaitedThreads.withLock({ $0.values.first }) {
+            await withCheckedContinuation { (joined: CheckedContinuation<Void, Never>) in
+                thread.whenJoined { joined.resume() }
+            }
+            _ = unwaitedThreads.withLock { $0.removeValue(forKey: ObjectIdentifier(thread)) }
         }
     }
+
+    /// The worker's thread, once started.
+    var thread: EvThreadHandle? { shared.withLock { $0.thread } }
 
     func start() throws(EvWorkerThreadError) -> EvRunLoop {
         try shared.withLock { shared throws(EvWorkerThreadError) in
