@@ -12,29 +12,20 @@ func manyReadyDescriptorsSystemCalls() {
     let count = 200
     let outcome = onNewThread { () -> String in
         let loop = EvRunLoop.current
-        let handled = Mutex(0)
-        var pipes: [(read: Int32, write: Int32)] = []
-        var sources: [EvFileDescriptorSource] = []
-        for _ in 0..<count {
-            var fds: [Int32] = [0, 0]
-            guard pipe(&fds) == 0 else { return "pipe failed" }
-            let readEnd = fds[0]
-            pipes.append((fds[0], fds[1]))
+        let handled = ReadCount()
+        guard let (pipes, sources) = readingPipes(count, handled) else { return "pipe failed" }
+        for pipe in pipes {
             var byte: UInt8 = 1
-            _ = write(fds[1], &byte, 1)
-            sources.append(try! EvFileDescriptorSource(fileDescriptor: readEnd, events: .readable) { _ in
-                var byte: UInt8 = 0
-                if read(readEnd, &byte, 1) == 1 { handled.withLock { $0 += 1 } }
-            })
+            _ = write(pipe.write, &byte, 1)
         }
         arm("epoll_ctl:1000000000:EINVAL@thread")
         for source in sources { loop.add(source, forMode: .default) }
-        run(loop, for: 10) { handled.withLock { $0 } == count }
+        run(loop, for: 10) { handled.value == count }
         let calls = runloopkit_faults_calls("epoll_ctl")
         runloopkit_faults_disarm()
         for source in sources { source.invalidate() }
         for (readEnd, writeEnd) in pipes { close(readEnd); close(writeEnd) }
-        let done = handled.withLock { $0 }
+        let done = handled.value
         guard done == count else { return "\(done) of \(count) descriptors handled" }
         return calls <= 5 * count ? "ok \(calls)" : "\(calls) epoll_ctl for \(count) ready descriptors (at most \(5 * count))"
     }
@@ -178,20 +169,9 @@ func modeSwitchSystemCalls() {
         let loop = EvRunLoop.current
         let inner = EvRunLoop.Mode("harness.inner")
         loop.add(EvTimer(after: .seconds(3600)) { _ in }, forMode: inner)
-        let handled = Mutex(0)
-        var pipes: [(read: Int32, write: Int32)] = []
-        var sources: [EvFileDescriptorSource] = []
-        for _ in 0..<count {
-            var fds: [Int32] = [0, 0]
-            guard pipe(&fds) == 0 else { return "pipe failed" }
-            let readEnd = fds[0]
-            pipes.append((fds[0], fds[1]))
-            sources.append(try! EvFileDescriptorSource(fileDescriptor: readEnd, events: .readable) { _ in
-                var byte: UInt8 = 0
-                if read(readEnd, &byte, 1) == 1 { handled.withLock { $0 += 1 } }
-            })
-            loop.add(sources.last!, forMode: .default)
-        }
+        let handled = ReadCount()
+        guard let (pipes, sources) = readingPipes(count, handled) else { return "pipe failed" }
+        for source in sources { loop.add(source, forMode: .default) }
         let nestedRuns = Mutex(0)
         let switcher = EvSource {
             _ = loop.run(mode: inner, timeout: .zero)
@@ -215,13 +195,13 @@ func modeSwitchSystemCalls() {
         }
         loop.add(writeDuringNestedRun, forMode: inner)
         writeDuringNestedRun.signal()
-        run(loop, for: 10) { handled.withLock { $0 } == 1 }
+        run(loop, for: 10) { handled.value == 1 }
         switcher.invalidate()
         writeDuringNestedRun.invalidate()
         for source in sources { source.invalidate() }
         for (readEnd, writeEnd) in pipes { close(readEnd); close(writeEnd) }
         guard nestedRuns.withLock({ $0 }) == switches + 1 else { return "\(nestedRuns.withLock { $0 }) nested runs, not \(switches + 1)" }
-        guard handled.withLock({ $0 }) == 1 else { return "readiness that arrived during a nested run was not handled" }
+        guard handled.value == 1 else { return "readiness that arrived during a nested run was not handled" }
         let limit = count * switches + 10
         return calls <= limit ? "ok \(calls)" : "\(calls) epoll_ctl for \(switches) switches with \(count) descriptors (at most \(limit))"
     }
@@ -286,4 +266,29 @@ func parkedSourceEndedThenClosedSystemCalls() {
     }
     guard outcome.hasPrefix("ok") else { fail(outcome) }
     print("\(turns) readinesses after a parked source ended: \(outcome.dropFirst(3)) epoll_ctl")
+}
+
+/// How many bytes the handlers of ``readingPipes(_:_:)`` read, from the loop's thread.
+private final class ReadCount: Sendable {
+    private let count = Atomic(0)
+    func bump() { count.add(1, ordering: .relaxed) }
+    var value: Int { count.load(ordering: .relaxed) }
+}
+
+/// `count` pipes, each with a source for its read end whose handler reads a byte and counts it
+/// in `handled`; `nil` if a pipe cannot be made.
+private func readingPipes(_ count: Int, _ handled: ReadCount) -> ([(read: Int32, write: Int32)], [EvFileDescriptorSource])? {
+    var pipes: [(read: Int32, write: Int32)] = []
+    var sources: [EvFileDescriptorSource] = []
+    for _ in 0..<count {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { return nil }
+        let readEnd = fds[0]
+        pipes.append((fds[0], fds[1]))
+        sources.append(try! EvFileDescriptorSource(fileDescriptor: readEnd, events: .readable) { _ in
+            var byte: UInt8 = 0
+            if read(readEnd, &byte, 1) == 1 { handled.bump() }
+        })
+    }
+    return (pipes, sources)
 }

@@ -11,15 +11,7 @@ import Testing
 /// does not end the run leaves it to time out.
 @Suite struct WorkerStopNestedRunTests {
     @Test func aStopMadeBeforeAWorkItemRunsTheLoopNestedEndsThatRun() async throws {
-        let worker = EvWorkerThread(name: "nest-after-stop")
-        let loop = try worker.start()
-        let holding = Latch()
-        let proceed = Latch()
-        try worker.execute {
-            holding.open()
-            proceed.wait()
-        }
-        #expect(holding.wait())
+        let (worker, loop, proceed) = try heldWorker("nest-after-stop")
         let nested = Box<EvRunLoop.RunResult?>(nil)
         try worker.execute { nested.set(EvRunLoop.current.run(mode: .default, timeout: .seconds(10))) }
         #expect(loop.pendingBlocks.withLock { $0.pendingCount } == 1)
@@ -30,15 +22,7 @@ import Testing
     }
 
     @Test func aStopMadeBeforeAJobRunsTheLoopNestedEndsThatRun() async throws {
-        let worker = EvWorkerThread(name: "job-after-stop")
-        let loop = try worker.start()
-        let holding = Latch()
-        let proceed = Latch()
-        try worker.execute {
-            holding.open()
-            proceed.wait()
-        }
-        #expect(holding.wait())
+        let (worker, loop, proceed) = try heldWorker("job-after-stop")
         let job = Task(executorPreference: EvRunLoopExecutor(loop)) {
             EvRunLoop.current.run(mode: .default, timeout: .seconds(10))
         }
@@ -48,4 +32,18 @@ import Testing
         #expect(await job.value == .stopped)
         await worker.stop()
     }
+}
+
+/// A started worker whose thread runs a work item that holds it until `proceed` opens.
+private func heldWorker(_ name: String) throws -> (EvWorkerThread, EvRunLoop, proceed: Latch) {
+    let worker = EvWorkerThread(name: name)
+    let loop = try worker.start()
+    let holding = Latch()
+    let proceed = Latch()
+    try worker.execute {
+        holding.open()
+        proceed.wait()
+    }
+    #expect(holding.wait())
+    return (worker, loop, proceed)
 }

@@ -3,34 +3,8 @@ import RunLoopKit
 import Synchronization
 import Testing
 
-/// An actor pinned to a loop that counts its calls and notices two of its jobs running at once.
-private actor HopCounter {
-    let executor: EvRunLoopExecutor
-    private(set) var count = 0
-    /// How many of this actor's methods run now, and how often more than one did.
-    private nonisolated let running = Atomic<Int>(0)
-    nonisolated let overlaps = Atomic<Int>(0)
-
-    init(_ loop: EvRunLoop) { executor = EvRunLoopExecutor(loop) }
-    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
-
-    func bump() {
-        if running.add(1, ordering: .acquiringAndReleasing).newValue != 1 { overlaps.add(1, ordering: .relaxed) }
-        executor.checkIsolated()  // on the loop's thread
-        count += 1
-        running.subtract(1, ordering: .acquiringAndReleasing)
-    }
-
-    /// Bumps itself, `other` (a hop to the other loop and back), then itself again.
-    func bumpAround(_ other: HopCounter) async {
-        bump()
-        await other.bump()
-        bump()
-    }
-}
-
 /// Reads the count through an `isolated` parameter: the call hops to the actor's loop.
-private func count(of counter: isolated HopCounter) -> Int {
+private func count(of counter: isolated LoopCounter) -> Int {
     counter.executor.checkIsolated()
     return counter.count
 }
@@ -40,8 +14,8 @@ private func count(of counter: isolated HopCounter) -> Int {
 @Suite struct ActorHopTests {
     @Test func manyTasksHopBetweenTwoLoopsActorsAndEveryCallRunsOnceSerially() async throws {
         let group = try EvLoopGroup(numberOfThreads: 2, name: "hop")
-        let first = HopCounter(group.loops[0])
-        let second = HopCounter(group.loops[1])
+        let first = LoopCounter(group.loops[0])
+        let second = LoopCounter(group.loops[1])
         let tasks = 64
         let rounds = 50
         await withTaskGroup(of: Void.self) { hops in

@@ -3,42 +3,13 @@ import Foundation
 import Synchronization
 import Testing
 
-/// An actor pinned to a loop that counts its calls, notices two of its jobs running at once,
-/// and says where its last call ran.
-private actor LoadCounter {
-    let executor: EvRunLoopExecutor
-    private(set) var count = 0
-    private nonisolated let running = Atomic<Int>(0)
-    nonisolated let overlaps = Atomic<Int>(0)
-
-    init(_ loop: EvRunLoop) { executor = EvRunLoopExecutor(loop) }
-    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
-
-    /// Counts the call; returns whether it ran on the loop's thread (else on the stand-in queue).
-    @discardableResult
-    func bump() -> Bool {
-        if running.add(1, ordering: .acquiringAndReleasing).newValue != 1 { overlaps.add(1, ordering: .relaxed) }
-        executor.checkIsolated()  // the loop's thread, or the stand-in queue once it has exited
-        count += 1
-        running.subtract(1, ordering: .acquiringAndReleasing)
-        return executor.loop.isCurrent
-    }
-
-    /// Bumps itself, `other` (a hop to the other loop and back), then itself again.
-    func bumpAround(_ other: LoadCounter) async {
-        bump()
-        await other.bump()
-        bump()
-    }
-}
-
 /// Jobs in flight while their loop ends: each runs once, one at a time, on the loop's thread or
 /// (once it has exited) on the queue that stands in for it; none is lost.
 @Suite struct StopUnderLoadTests {
     @Test func callsOnAnActorWhileItsWorkerStopsAllReturnOneAtATime() async throws {
         for _ in 0..<20 {
             let worker = EvWorkerThread(name: "stop-under-load")
-            let counter = LoadCounter(try worker.start())
+            let counter = LoopCounter(try worker.start())
             await withTaskGroup(of: Void.self) { tasks in
                 for _ in 0..<16 {
                     tasks.addTask { for _ in 0..<20 { await counter.bump() } }
@@ -55,8 +26,8 @@ private actor LoadCounter {
     @Test func hopsBetweenAGroupsLoopsWhileTheGroupStopsAllReturn() async throws {
         for _ in 0..<10 {
             let group = try EvLoopGroup(numberOfThreads: 2, name: "hop-stop")
-            let first = LoadCounter(group.loops[0])
-            let second = LoadCounter(group.loops[1])
+            let first = LoopCounter(group.loops[0])
+            let second = LoopCounter(group.loops[1])
             await withTaskGroup(of: Void.self) { tasks in
                 for index in 0..<16 {
                     tasks.addTask {
@@ -83,7 +54,7 @@ private actor LoadCounter {
                 exit.wait()
                 _ = loop.run(mode: EvRunLoop.Mode("private"), timeout: .zero)
             }
-            let counter = LoadCounter(loop)
+            let counter = LoopCounter(loop)
             // Each task's first job goes to the loop's executor at once, whatever the cooperative
             // pool is doing (from the pool, the actor's calls could reach the loop as one job or
             // several, or only after the thread exited).
@@ -105,7 +76,7 @@ private actor LoadCounter {
         for _ in 0..<10 {
             let worker = EvWorkerThread(name: "nest-stop")
             let loop = try worker.start()
-            let counter = LoadCounter(loop)
+            let counter = LoopCounter(loop)
             let nesting = Task(executorPreference: EvRunLoopExecutor(loop)) {
                 let held = (0..<4).map { _ in Task { await counter.bump() } }
                 worker.stop(waitUntilExited: false)
