@@ -44,8 +44,8 @@ public enum EvWorkerThreadError: Error, Sendable, Equatable, CustomStringConvert
 /// `stop` returns. Dropping the last reference to the worker stops it the same way, waiting as
 /// `stop` does except on the worker's own thread, in a task off the main thread, and in a
 /// main-actor task while ``EvRunLoop/runMain(_:)`` runs the main loop, where it returns at once
-/// and the thread ends on its own once its queue is done (await ``stop()`` to know when). Submitting after `stop` throws ``EvWorkerThreadError/stopped``; nothing is
-/// silently dropped.
+/// and the thread ends on its own once its queue is done (await ``stop()`` to know when).
+/// Submitting after `stop` throws ``EvWorkerThreadError/stopped``; nothing is silently dropped.
 ///
 /// Work scheduled directly on ``runLoop`` (``EvRunLoop/perform(inModes:waitUntilDone:_:)``,
 /// timers, delayed performs) is not covered by that promise: whatever is still pending in it when
@@ -392,8 +392,9 @@ final class WorkerCore: Sendable {
 
     /// The final block: everything submitted before it has run (R55), or is running a nested run
     /// of the loop. Ends every run of the worker's loop, including a nested run a work item or a
-    /// job may have started, in which this block (or one queued at the run's Entry) finds itself: `EvRunLoop.stop()` would end only the innermost run (R27), and a block scheduled
-    /// again from the nested run would wait for a wake-up that, made there, can be dropped (C52).
+    /// job may have started, in which this block (or one queued at the run's Entry) finds itself:
+    /// `EvRunLoop.stop()` would end only the innermost run (R27), and a block scheduled again from
+    /// the nested run would wait for a wake-up that, made there, can be dropped (C52).
     private func finish(_ loop: EvRunLoop, _ keepAlive: EvSource?) {
         finished.store(true, ordering: .releasing)
         keepAlive?.invalidate()
