@@ -292,3 +292,35 @@ private func readingPipes(_ count: Int, _ handled: ReadCount) -> ([(read: Int32,
     }
     return (pipes, sources)
 }
+
+/// The main loop switching between a common mode and one that is not: no `epoll_ctl` for the
+/// main queue's watcher; work queued on the main queue meanwhile waits for the common mode
+/// without ending the other mode's sleep more than once, then runs.
+func mainLoopModeSwitchSystemCalls() {
+    let loop = EvRunLoop.current
+    guard loop === EvRunLoop.main else { fail("not the main loop") }
+    let inner = EvRunLoop.Mode("harness.inner")
+    loop.add(EvTimer(after: .seconds(3600)) { _ in }, forMode: inner)
+    loop.run(mode: .default, timeout: .zero)  // the main queue watched
+    let switches = 20
+    arm("epoll_ctl:1000000000:EINVAL@thread")
+    for _ in 0..<switches {
+        loop.run(mode: inner, timeout: .zero)
+        loop.run(mode: .default, timeout: .zero)
+    }
+    let calls = runloopkit_faults_calls("epoll_ctl")
+    runloopkit_faults_disarm()
+    let ran = Mutex(false)
+    DispatchQueue.main.async { ran.withLock { $0 = true } }
+    let wakeUps = Mutex(0)
+    let observer = EvObserver(activities: .afterWaiting, repeats: true) { _, _ in wakeUps.withLock { $0 += 1 } }
+    loop.add(observer, forMode: inner)
+    loop.run(mode: inner, timeout: .milliseconds(50))
+    loop.remove(observer, forMode: inner)
+    guard !ran.withLock({ $0 }) else { fail("main-queue work ran in a mode that is not common") }
+    guard wakeUps.withLock({ $0 }) == 1 else { fail("the queued work ended the other mode's sleep \(wakeUps.withLock { $0 }) times") }
+    run(loop, for: 10) { ran.withLock { $0 } }
+    guard ran.withLock({ $0 }) else { fail("main-queue work queued during another mode never ran") }
+    guard calls <= 2 else { fail("\(calls) epoll_ctl for \(switches) switches of the main loop (at most 2)") }
+    print("\(switches) mode switches of the main loop: \(calls) epoll_ctl")
+}

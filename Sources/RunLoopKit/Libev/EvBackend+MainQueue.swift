@@ -9,11 +9,18 @@ import Musl
 /// eventfd when `DispatchQueue.main` (and so the main actor) has work; the loop watches it with
 /// an `ev_io` while it runs a common mode, reads it, then lets libdispatch drain the queue.
 extension EvBackend {
-    /// Starts or stops watching the main queue's eventfd (main loop's thread only).
+    /// Starts or stops servicing the main queue's eventfd (main loop's thread only). A stop
+    /// leaves the watcher started, so that a switch to a mode that is not common and back costs
+    /// no `epoll_ctl`; it ends only if the queue signals before the servicing comes back
+    /// (``mainQueueSignalled(_:)``).
     func watchMainQueue(_ watch: Bool) {
-        guard watch != (mainQueueWatcher.map { clibev_is_active($0) != 0 } ?? false) else { return }
+        guard watch != mainQueueServiced else { return }
+        mainQueueServiced = watch
+        guard watch else { return }
         let watcher = mainQueueWatcher ?? makeMainQueueWatcher()
-        if watch { startInternalWatcher(watcher, call: "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:)") } else { stopInternalWatcher(watcher) }
+        if clibev_is_active(watcher) == 0 {
+            startInternalWatcher(watcher, call: "EvRunLoop.run(mode:timeout:returnAfterSourceHandled:)")
+        }
     }
 
     /// Whether the main queue signalled work; clears the signal. Never blocks.
@@ -31,12 +38,23 @@ extension EvBackend {
         let watcher = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
         clibev_io_init(watcher, { loop, watcher, revents in
             guard let loop, let watcher else { return }
-            if revents & EvBackend.failed != 0 { return EvBackend.with(loop) { $0.internalWatcherFailed(watcher) } }
-            clibev_get_data(watcher).assumingMemoryBound(to: UInt32.self).pointee |= WakeReasons.mainQueue.rawValue
+            EvBackend.with(loop) { backend in
+                if revents & EvBackend.failed != 0 { return backend.internalWatcherFailed(watcher) }
+                backend.mainQueueSignalled(watcher)
+            }
         }, _dispatch_get_main_queue_handle_4CF(), Int32(EV_READ))
-        clibev_set_data(watcher, reasons)
         mainQueueWatcher = watcher
         return watcher
+    }
+
+    /// The main queue's eventfd is readable: a wake reason while the queue is serviced; else the
+    /// watcher stops, since the eventfd stays readable until the queue is drained.
+    private func mainQueueSignalled(_ watcher: UnsafeMutablePointer<ev_io>) {
+        if mainQueueServiced {
+            reasons.pointee |= WakeReasons.mainQueue.rawValue
+        } else {
+            stopInternalWatcher(watcher)
+        }
     }
 }
 

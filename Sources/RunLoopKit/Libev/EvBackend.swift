@@ -85,6 +85,8 @@ final class EvBackend: LoopWaiter, ReadinessSink {
     var descriptorsWatcher: UnsafeMutablePointer<ev_io>?
     /// The main loop's watcher of libdispatch's main-queue eventfd (see EvBackend+MainQueue.swift).
     @exclusivity(unchecked) var mainQueueWatcher: UnsafeMutablePointer<ev_io>?
+    /// Whether the running mode services the main queue (see ``watchMainQueue(_:)``).
+    @exclusivity(unchecked) var mainQueueServiced = false
     /// Tokens whose watchers fired during the last wait, with what fired: the first
     /// ``readyCount`` entries. The array is never shortened, so taking them frees nothing and
     /// noting them seldom allocates.

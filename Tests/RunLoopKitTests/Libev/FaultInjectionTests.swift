@@ -153,6 +153,12 @@ import Testing
         try expectPass("parked-number")
     }
 
+    /// The main loop's switches into a mode that is not common and back cost no `epoll_ctl` for
+    /// the main queue's watcher, and main-queue work queued meanwhile runs once a common mode runs.
+    @Test func aMainLoopModeSwitchCostsNoEpollCtlForTheMainQueue() throws {
+        try expectPass("main-mode-switch")
+    }
+
     /// A repeating timer's kernel timer repeats by itself: per fire one `epoll_wait` and one
     /// `read`, no `timerfd_settime` after the first.
     @Test func aRepeatingTimerIsNotReArmedEveryPeriod() throws {
