@@ -65,6 +65,7 @@ extension EvRunLoop {
             let id = ObjectIdentifier(core)
             if sourceState.loop == nil, case .signal(let signal) = core.kind {
                 SignalOwnership.claim(signal, for: self)
+                state.signalSource1s[id] = core
             }
             if case .libev(let binding) = core.kind {
                 binding.bind(to: self)
@@ -117,7 +118,10 @@ extension EvRunLoop {
     private func unbindIfUnscheduled(_ core: EvSource1Core, _ state: inout LoopState, _ sourceState: inout Source1State) {
         let id = ObjectIdentifier(core)
         guard sourceState.loop === self, sourceState.modes.isEmpty, state.commonSource1s[id] == nil else { return }
-        if case .signal(let signal) = core.kind { SignalOwnership.release(signal, for: self) }
+        if case .signal(let signal) = core.kind {
+            SignalOwnership.release(signal, for: self)
+            state.signalSource1s.removeValue(forKey: id)
+        }
         sourceState.loop = nil
         if sourceState.pendingEvents != 0 {
             state.watches.droppedReadiness = true
@@ -129,8 +133,8 @@ extension EvRunLoop {
         // On the loop's thread a descriptor's watch ends now, started or parked, while the number
         // still names its file (the caller may close it next): its kernel entry is removed, not
         // left to linger.
-        if case .fileDescriptor = core.kind, let token = state.watches.tokens[id], ThreadRegistry.existingLoop() === self {
-            state.watches.started.remove(id)
+        if case .fileDescriptor = core.kind, let token = state.watches.token(of: id), ThreadRegistry.existingLoop() === self {
+            _ = state.watches.markStopped(id)
             waiter.stopWatcher(token)
         }
         state.watches.noteChanged(id)  // its watcher goes at the next sync
@@ -141,7 +145,7 @@ extension EvRunLoop {
     /// watcher that failed, so a sync that finds the source back in a running mode starts it
     /// again, and it fails again. (Told, the source invalidates itself: never started again.)
     private func forgetFailedWatcher(_ core: EvSource1Core, _ state: inout LoopState) {
-        state.watches.started.remove(ObjectIdentifier(core))
+        _ = state.watches.markStopped(ObjectIdentifier(core))
     }
 
     /// Records readiness of a bound source (any thread; a port's send) and wakes the loop if

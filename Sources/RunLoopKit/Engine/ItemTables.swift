@@ -17,6 +17,8 @@ final class ItemTables: @unchecked Sendable {
     /// Version-1 sources: all bound ones and those added to `.common` (R37).
     @exclusivity(unchecked) var source1s: [ObjectIdentifier: EvSource1Core] = [:]
     var commonSource1s = CommonItems<EvSource1Core>()
+    /// The bound signal sources among ``source1s``: each watched in every mode (R37).
+    var signalSource1s: [ObjectIdentifier: EvSource1Core] = [:]
     /// How many bound version-1 sources are ready and not yet handled (each mode lists its own
     /// in ``ModeState/readySources``, R38). Read on every pass of a loop with version-1 sources:
     /// the run time's exclusivity check would only repeat what the loop's lock guarantees (as
@@ -62,6 +64,11 @@ extension LoopState {
     var commonSource1s: CommonItems<EvSource1Core> {
         get { tables?.commonSource1s ?? CommonItems() }
         _modify { yield &madeTables().commonSource1s }
+    }
+
+    var signalSource1s: [ObjectIdentifier: EvSource1Core] {
+        get { tables?.signalSource1s ?? [:] }
+        _modify { yield &madeTables().signalSource1s }
     }
 
     var readySource1Count: Int {

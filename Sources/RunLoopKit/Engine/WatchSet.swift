@@ -21,19 +21,31 @@ struct WatchSet {
     /// A source left its last mode with readiness not yet handled, which went with it: the
     /// next resync has the watchers report again what is ready (``LoopWaiter/rearmWatchers()``).
     var droppedReadiness = false
+    /// Sources changed while none could be noted (see ``noteChanged(_:)``): the next resync looks
+    /// at every watcher for sources that left the loop.
+    private var changesGivenUp = false
     private var tables: Tables?
+
+    /// A source's watcher.
+    struct Watch {
+        let token: Int
+        var isStarted = false
+        /// The last resync that wanted it started (see ``beginResync()``).
+        var wantedBy: UInt64 = 0
+    }
 
     /// `@unchecked Sendable`: used only under the owning loop's lock, like the set; read for
     /// every handled readiness, so the run time's exclusivity check, which would only repeat
     /// what the lock guarantees, is left out.
     private final class Tables: @unchecked Sendable {
-        @exclusivity(unchecked) var tokens: [ObjectIdentifier: Int] = [:]
+        /// The watcher of each source that has one: a sync hashes each source it looks at once.
+        @exclusivity(unchecked) var watches: [ObjectIdentifier: Watch] = [:]
         /// Indexed by token (tokens are small, see ``LoopWaiter/addWatcher(_:)``): each event
         /// finds its source with no hashing.
         @exclusivity(unchecked) var owners: [EvSource1Core?] = []
-        @exclusivity(unchecked) var started: Set<ObjectIdentifier> = []
         @exclusivity(unchecked) var changed: Set<ObjectIdentifier> = []
         @exclusivity(unchecked) var sourcesVisited: UInt64 = 0
+        @exclusivity(unchecked) var resyncs: UInt64 = 0
     }
 
     private mutating func madeTables() -> Tables {
@@ -43,10 +55,42 @@ struct WatchSet {
         return made
     }
 
-    /// Backend watcher token per source, and the source per token.
-    var tokens: [ObjectIdentifier: Int] {
-        get { tables?.tokens ?? [:] }
-        _modify { yield &madeTables().tokens }
+    /// How many sources have a watcher.
+    var count: Int { tables?.watches.count ?? 0 }
+
+    /// The token of the watcher of source `id`, if it has one.
+    func token(of id: ObjectIdentifier) -> Int? { tables?.watches[id]?.token }
+
+    /// Whether the watcher of source `id` is started.
+    func isStarted(_ id: ObjectIdentifier) -> Bool { tables?.watches[id]?.isStarted ?? false }
+
+    /// Notes a new watcher, `token`, of `source`, started.
+    mutating func addStarted(_ id: ObjectIdentifier, token: Int, of source: EvSource1Core) {
+        let tables = madeTables()
+        tables.watches[id] = Watch(token: token, isStarted: true, wantedBy: tables.resyncs)
+        if token >= tables.owners.count { tables.owners += repeatElement(nil, count: token + 1 - tables.owners.count) }
+        tables.owners[token] = source
+    }
+
+    /// Marks the watcher of `id` started; returns its token, or `nil` when it has none.
+    mutating func markStarted(_ id: ObjectIdentifier) -> Int? {
+        guard let tables, let index = tables.watches.index(forKey: id) else { return nil }
+        tables.watches.values[index].isStarted = true
+        return tables.watches.values[index].token
+    }
+
+    /// Marks the watcher of `id` stopped; returns its token if it was started.
+    mutating func markStopped(_ id: ObjectIdentifier) -> Int? {
+        guard let tables, let index = tables.watches.index(forKey: id), tables.watches.values[index].isStarted else { return nil }
+        tables.watches.values[index].isStarted = false
+        return tables.watches.values[index].token
+    }
+
+    /// Forgets the watcher of `id`; returns its token.
+    mutating func remove(_ id: ObjectIdentifier) -> Int? {
+        guard let tables, let watch = tables.watches.removeValue(forKey: id) else { return nil }
+        tables.owners[watch.token] = nil
+        return watch.token
     }
 
     /// The source whose watcher `token` is.
@@ -57,25 +101,58 @@ struct WatchSet {
         return tables._withUnsafeGuaranteedRef { token < $0.owners.count ? $0.owners[token] : nil }
     }
 
-    mutating func setOwner(_ source: EvSource1Core?, of token: Int) {
-        let tables = madeTables()
-        if token >= tables.owners.count {
-            guard source != nil else { return }
-            tables.owners += repeatElement(nil, count: token + 1 - tables.owners.count)
-        }
-        tables.owners[token] = source
-    }
-
-    /// The sources whose watchers run now.
-    var started: Set<ObjectIdentifier> {
-        get { tables?.started ?? [] }
-        _modify { yield &madeTables().started }
-    }
-
     /// How many sources the syncs looked at so far (what a sync costs, for tests: W19).
     var sourcesVisited: UInt64 {
         get { tables?.sourcesVisited ?? 0 }
         _modify { yield &madeTables().sourcesVisited }
+    }
+
+    /// A resync begins: the sources it wants are marked with the number returned
+    /// (``markWanted(_:by:)``), and ``stopUnwanted(_:_:)`` then stops the others' watchers
+    /// without looking each up.
+    mutating func beginResync() -> UInt64 {
+        let tables = madeTables()
+        tables.resyncs &+= 1
+        return tables.resyncs
+    }
+
+    /// What ``markWanted(_:by:)`` leaves to do for a source.
+    enum WantedWatch {
+        /// Its watcher is started already.
+        case started
+        /// Its watcher, `token`, is marked started: the backend is to start it.
+        case toStart(Int)
+        /// It has no watcher yet.
+        case none
+    }
+
+    /// Marks source `id` wanted by `resync`, and its watcher started.
+    mutating func markWanted(_ id: ObjectIdentifier, by resync: UInt64) -> WantedWatch {
+        guard let tables, let index = tables.watches.index(forKey: id) else { return .none }
+        tables.watches.values[index].wantedBy = resync
+        guard !tables.watches.values[index].isStarted else { return .started }
+        tables.watches.values[index].isStarted = true
+        return .toStart(tables.watches.values[index].token)
+    }
+
+    /// Marks stopped every started watcher that `resync` did not want, and passes its token on.
+    mutating func stopUnwanted(_ resync: UInt64, _ stop: (Int) -> Void) {
+        guard let tables else { return }
+        var index = tables.watches.startIndex
+        while index != tables.watches.endIndex {
+            if tables.watches.values[index].isStarted && tables.watches.values[index].wantedBy != resync {
+                tables.watches.values[index].isStarted = false
+                stop(tables.watches.values[index].token)
+            }
+            tables.watches.formIndex(after: &index)
+        }
+    }
+
+    /// The sources that may have left the loop since the last sync: those noted, or every
+    /// source with a watcher when the notes were given up.
+    mutating func takeMayHaveLeft() -> [ObjectIdentifier] {
+        defer { changesGivenUp = false }
+        return changesGivenUp ? Array(tables?.watches.keys ?? [:].keys) : Array(takeChanged())
     }
 
     /// Whether the started watchers are those of `mode`'s sources.
@@ -86,17 +163,24 @@ struct WatchSet {
     /// sources beyond the watched ones' count (a loop whose thread does not run it meanwhile)
     /// give way to a resync of every watcher, which then costs no more than they did.
     mutating func noteChanged(_ id: ObjectIdentifier) {
-        guard syncedMode != nil else { return }
+        guard syncedMode != nil else {
+            changesGivenUp = true  // a resync comes next: it looks at every watcher
+            return
+        }
         let tables = madeTables()
-        guard tables.changed.count < max(64, tables.tokens.count) else { return resyncAll() }
+        guard tables.changed.count < max(64, tables.watches.count) else { return resyncAll() }
         tables.changed.insert(id)
         hasChanges = true
     }
+
+    /// The sources noted since the last sync, unless they were given up.
+    var changed: Set<ObjectIdentifier> { tables?.changed ?? [] }
 
     /// Every watcher is brought in step at the next sync.
     mutating func resyncAll() {
         syncedMode = nil
         hasChanges = false
+        changesGivenUp = true
         tables?.changed.removeAll()
     }
 
@@ -130,29 +214,49 @@ extension EvRunLoop {
         }
     }
 
+    /// A watcher a resync starts once the others are stopped (a struct: an array of tuples is
+    /// destroyed element by element through the run time's generic code).
+    private struct WatcherToStart {
+        let id: ObjectIdentifier
+        let source: EvSource1Core
+        let watch: WatchSet.WantedWatch
+    }
+
     private func resyncWatchers(for mode: Mode, _ state: inout LoopState) {
-        var wanted = state.existingModeState(mode)?.watchedSources ?? [:]
+        // The mode's sources and every signal source are marked wanted; the other started
+        // watchers are then stopped in one walk, with no lookup each.
+        let resync = state.watches.beginResync()
+        let watched = state.existingModeState(mode)?.watchedSources ?? [:]
+        var starting: [WatcherToStart] = []
+        for (id, source) in watched {
+            let watch = state.watches.markWanted(id, by: resync)
+            if case .started = watch { continue }
+            starting.append(WatcherToStart(id: id, source: source, watch: watch))
+        }
         var signalsWakingMode: [Int32: Bool] = [:]
-        for (id, source) in state.source1s {
+        for (id, source) in state.signalSource1s {
             guard case .signal(let signal) = source.kind else { continue }
-            wanted[id] = source
+            let watch = state.watches.markWanted(id, by: resync)
+            if case .started = watch {} else { starting.append(WatcherToStart(id: id, source: source, watch: watch)) }
             let inMode = source.state.withLock { $0.modes.contains(mode) }
             signalsWakingMode[signal, default: false] = signalsWakingMode[signal, default: false] || inMode
         }
-        state.watches.sourcesVisited &+= UInt64(wanted.count + state.watches.started.count + state.watches.tokens.count)
+        let mayHaveLeft = state.watches.takeMayHaveLeft()
+        state.watches.sourcesVisited &+= UInt64(watched.count + state.watches.count + mayHaveLeft.count)
         // Caught all the time, but a delivery for another mode's source waits unwoken (R37).
         for (signal, wakes) in signalsWakingMode { waiter.setSignal(signal, wakesLoop: wakes) }
-        for id in state.watches.started where wanted[id] == nil {
-            if let token = state.watches.tokens[id] { waiter.parkWatcher(token) }
-            state.watches.started.remove(id)
+        // Removed and stopped before any starts: a new source on the number of a source that left
+        // is then not taken for a watcher of a file since closed.
+        for id in mayHaveLeft where state.source1s[id] == nil {
+            if let token = state.watches.remove(id) { waiter.removeWatcher(token) }
         }
-        for (id, token) in state.watches.tokens where state.source1s[id] == nil {
-            waiter.removeWatcher(token)
-            state.watches.tokens.removeValue(forKey: id)
-            state.watches.setOwner(nil, of: token)
-        }
-        for (id, source) in wanted where !state.watches.started.contains(id) {
-            startWatcher(id, source, &state)
+        state.watches.stopUnwanted(resync) { token in waiter.parkWatcher(token) }
+        for next in starting {
+            if case .toStart(let token) = next.watch {
+                waiter.startWatcher(token)
+            } else {
+                startNewWatcher(next.id, next.source, &state)
+            }
         }
         state.watches.synced(mode)
         notePassViewChanged()  // runs of other modes now find theirs out of step
@@ -163,26 +267,23 @@ extension EvRunLoop {
     /// alone (W19). A noted signal source needs the signals' wake-ups worked out again, which
     /// looks at every source: rare (a server adds its signal sources once).
     private func syncChangedWatchers(for mode: Mode, _ state: inout LoopState) {
+        for id in state.watches.changed {
+            let source = state.source1s[id] ?? state.watches.token(of: id).flatMap { state.watches.owner(of: $0) }
+            if case .signal = source?.kind { return resyncWatchers(for: mode, &state) }
+        }
         let changed = state.watches.takeChanged()
         state.watches.sourcesVisited &+= UInt64(changed.count)
         let modeState = state.existingModeState(mode)
         var starting: [(ObjectIdentifier, EvSource1Core)] = []
-        for id in changed {
-            let source = state.source1s[id] ?? state.watches.tokens[id].flatMap { state.watches.owner(of: $0) }
-            if case .signal = source?.kind { return resyncWatchers(for: mode, &state) }
-        }
         // Stopped and removed first, as a resync does: a new source on the number of a source that
         // left is then not taken for a watcher of a file since closed.
         for id in changed {
             let isBound = state.source1s[id] != nil
-            if modeState?.watchedSources[id] == nil || !isBound, state.watches.started.remove(id) != nil, let token = state.watches.tokens[id] {
+            if modeState?.watchedSources[id] == nil || !isBound, let token = state.watches.markStopped(id) {
                 if isBound { waiter.parkWatcher(token) } else { waiter.stopWatcher(token) }
             }
-            if !isBound, let token = state.watches.tokens.removeValue(forKey: id) {
-                waiter.removeWatcher(token)
-                state.watches.setOwner(nil, of: token)
-            }
-            if isBound, let source = modeState?.watchedSources[id], !state.watches.started.contains(id) { starting.append((id, source)) }
+            if !isBound, let token = state.watches.remove(id) { waiter.removeWatcher(token) }
+            if isBound, let source = modeState?.watchedSources[id], !state.watches.isStarted(id) { starting.append((id, source)) }
         }
         for (id, source) in starting { startWatcher(id, source, &state) }
         notePassViewChanged()  // in step again: polls of this mode need not take the lock
@@ -200,15 +301,21 @@ extension EvRunLoop {
     func startSignalWatcher(_ source: EvSource1Core, _ state: inout LoopState) {
         guard case .signal = source.kind else { return }
         let id = ObjectIdentifier(source)
-        if state.source1s[id] != nil && !state.watches.started.contains(id) { startWatcher(id, source, &state) }
+        if state.source1s[id] != nil && !state.watches.isStarted(id) { startWatcher(id, source, &state) }
     }
 
     private func startWatcher(_ id: ObjectIdentifier, _ source: EvSource1Core, _ state: inout LoopState) {
-        let token = state.watches.tokens[id] ?? makeWatcher(for: source)
-        state.watches.tokens[id] = token
-        state.watches.setOwner(source, of: token)
+        if let token = state.watches.markStarted(id) {
+            waiter.startWatcher(token)
+        } else {
+            startNewWatcher(id, source, &state)
+        }
+    }
+
+    private func startNewWatcher(_ id: ObjectIdentifier, _ source: EvSource1Core, _ state: inout LoopState) {
+        let token = makeWatcher(for: source)
+        state.watches.addStarted(id, token: token, of: source)
         waiter.startWatcher(token)
-        state.watches.started.insert(id)
     }
 
     private func makeWatcher(for source: EvSource1Core) -> Int {
