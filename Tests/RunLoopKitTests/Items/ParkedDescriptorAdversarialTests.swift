@@ -68,6 +68,45 @@ private func nestedRun(
         #expect(!oldSource.isValid)
     }
 
+    /// A source of `a` ready when a timer of `a` runs `b` nested: back in `a`, in the same pass,
+    /// it is handled while its watch is still parked. Its number was closed and reused in `b`
+    /// (the handler is told `.error` alone and reads nothing) or not (it is told, and its
+    /// watch resumes: more data is told at the next run).
+    @Test(arguments: [true, false]) func aSourceHandledWhileItsWatchIsParkedIsCheckedFirst(reuse: Bool) throws {
+        let number = reservedDescriptorNumber(reuse ? 43 : 49)  // the cases run at once
+        let old = DescriptorPipe(readEndAt: number)
+        defer { close(old.writeEnd) }
+        let a = EvRunLoop.Mode("a"), b = EvRunLoop.Mode("b")
+        let events = EventLog<EvFileDescriptorSource.Readiness>(), read = EventLog<UInt8>()
+        let source = try EvFileDescriptorSource(fileDescriptor: number, events: .readable, handler: carelessReader(of: number, events, read))
+        let freshWriteEnd = Box<Int32>(-1)
+        let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
+            loop.add(source, forMode: a)
+            loop.add(keepAliveTimer(), forMode: a)
+            loop.add(keepAliveTimer(), forMode: b)
+            old.write(1)
+            loop.add(EvTimer(after: .zero) { _ in
+                old.write(3)  // more readiness, which comes while the watch is parked
+                if reuse {
+                    close(number)
+                    let fresh = DescriptorPipe(readEndAt: number)
+                    freshWriteEnd.set(fresh.writeEnd)
+                    fresh.write(2)
+                }
+            }, forMode: b)
+            loop.add(EvTimer(after: .zero) { _ in _ = loop.run(mode: b, timeout: .milliseconds(5)) }, forMode: a)
+            var results = [loop.run(mode: a, timeout: .zero)]  // the timer, then the source
+            results.append(loop.run(mode: a, timeout: .zero))
+            return results
+        }
+        source.invalidate()
+        if freshWriteEnd.get >= 0 { close(freshWriteEnd.get) }
+        close(number)
+        #expect(results == [.timedOut, .timedOut])
+        #expect(events.all == (reuse ? [.error] : [.readable, .readable]))
+        #expect(read.all == (reuse ? [] : [1, 3]))
+    }
+
     /// A parked source invalidated from another thread during a nested run, its number then
     /// closed and reused there for a new source of the running mode: the old handler never runs,
     /// the new one is told.
