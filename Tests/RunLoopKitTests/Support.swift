@@ -87,6 +87,14 @@ func openFileDescriptorCount() -> Int {
     (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
 }
 
+/// The processor time the calling thread has used: a loop that sleeps uses next to none, one
+/// that spins inside its wait (where no observer sees it) all of its sleep.
+func threadCPUTime() -> Duration {
+    var spec = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &spec)
+    return .seconds(spec.tv_sec) + .nanoseconds(spec.tv_nsec)
+}
+
 /// An observer that logs the name of every phase in `activities` into a log shared with callouts.
 func phaseLogger(_ log: EventLog<String>, _ activities: EvRunLoop.Activity = .allActivities) -> EvObserver {
     EvObserver(activities: activities) { _, activity in log.append("\(activity)") }

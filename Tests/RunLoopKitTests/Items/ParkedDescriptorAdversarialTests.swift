@@ -167,6 +167,7 @@ private func nestedRun(
         }
         let wakeUps = Atomic(0)
         let observer = EvObserver(activities: .afterWaiting) { _, _ in wakeUps.add(1, ordering: .relaxed) }
+        let busy = Box(Duration.zero)
         let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
             loop.add(reader, forMode: a)
             loop.add(keepAliveTimer(), forMode: b)
@@ -175,13 +176,16 @@ private func nestedRun(
             let nested = nestedRun(loop, outer: a, inner: b, innerTimeout: .milliseconds(50)) { _ in
                 close(pair[1])
                 wakeUps.store(0, ordering: .relaxed)  // from here on: the sleep to the timeout alone
+                busy.set(threadCPUTime())
             }
+            busy.set(threadCPUTime() - busy.get)
             let back = loop.run(mode: a, timeout: .seconds(30), returnAfterSourceHandled: true)
             return [nested, back]
         }
         reader.invalidate()
         #expect(results == [.timedOut, .handledSource])
         #expect(wakeUps.load(ordering: .relaxed) == 1)
+        #expect(busy.get < .milliseconds(25))
         // Writable before; the stale writable that waited through the nested run; then the hang-up.
         #expect(told.all == ["a 2", "a 2", "a 3"])
     }
@@ -232,6 +236,7 @@ private func nestedRun(
         }
         let wakeUps = Atomic(0)
         let observer = EvObserver(activities: .afterWaiting) { _, _ in wakeUps.add(1, ordering: .relaxed) }
+        let busy = Box(Duration.zero)
         let results = onLoopThread { loop -> ([EvRunLoop.RunResult], [Int]) in
             for source in sources { loop.add(source, forMode: a) }
             loop.add(keepAliveTimer(), forMode: b)
@@ -240,7 +245,9 @@ private func nestedRun(
             let nested = nestedRun(loop, outer: a, inner: b, innerTimeout: .milliseconds(50)) { _ in
                 pipe.write()
                 wakeUps.store(0, ordering: .relaxed)
+                busy.set(threadCPUTime())
             }
+            busy.set(threadCPUTime() - busy.get)
             var results = [nested]
             for _ in 0..<40 { results.append(loop.run(mode: a, timeout: .seconds(30), returnAfterSourceHandled: true)) }
             return (results, told.all)
@@ -248,6 +255,7 @@ private func nestedRun(
         for source in sources { source.invalidate() }
         #expect(results.0 == [.timedOut] + Array(repeating: .handledSource, count: 40))
         #expect(wakeUps.load(ordering: .relaxed) == 1)
+        #expect(busy.get < .milliseconds(25))
         #expect(results.1.sorted() == Array(0..<40))
     }
 
@@ -294,18 +302,22 @@ private func nestedRun(
         let source = try EvFileDescriptorSource(fileDescriptor: number, events: .readable) { _ in told.append(EvRunLoop.current.currentMode ?? .default) }
         let wakeUps = Atomic(0)
         let observer = EvObserver(activities: .afterWaiting) { _, _ in wakeUps.add(1, ordering: .relaxed) }
+        let busy = Box(Duration.zero)
         let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
             loop.add(source, forMode: a)
             loop.add(keepAliveTimer(), forMode: b)
             loop.add(observer, forMode: b)
             let first = loop.run(mode: a, timeout: .seconds(30), returnAfterSourceHandled: true)
+            let start = threadCPUTime()
             let nested = loop.run(mode: b, timeout: .milliseconds(50))
+            busy.set(threadCPUTime() - start)
             let back = loop.run(mode: a, timeout: .seconds(30), returnAfterSourceHandled: true)
             return [first, nested, back]
         }
         source.invalidate()
         #expect(results == [.handledSource, .timedOut, .handledSource])
         #expect(wakeUps.load(ordering: .relaxed) == 1)
+        #expect(busy.get < .milliseconds(25))
         #expect(told.all == [a, a])
     }
 }

@@ -22,19 +22,24 @@ import TestSupport
         let wakeUps = Atomic(0)
         let other = EvRunLoop.Mode("other")
         let observer = EvObserver(activities: .afterWaiting, repeats: true) { _, _ in wakeUps.add(1, ordering: .relaxed) }
+        let busy = Box(Duration.zero)
         let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
             loop.add(source, forMode: .default)
             loop.add(keepAliveTimer(), forMode: other)
             loop.add(observer, forMode: other)
             _ = loop.run(mode: .default, timeout: .zero)  // the descriptor is watched
             pipe.write(1)
+            let start = threadCPUTime()
             let nested = loop.run(mode: other, timeout: .milliseconds(50))
+            busy.set(threadCPUTime() - start)
             let handled = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
             return [nested, handled, loop.run(mode: .default, timeout: .zero)]
         }
         source.invalidate()
         #expect(results == [.timedOut, .handledSource, .timedOut])
         #expect(wakeUps.load(ordering: .relaxed) == 1)
+        // A spin inside the wait, which no observer sees, would use the whole sleep.
+        #expect(busy.get < .milliseconds(25))
         #expect(events.all == [.readable])
     }
 
