@@ -59,7 +59,9 @@ final class DescriptorSet {
     /// Watchers not parked, in every entry: a poll with none has nothing to look for.
     @exclusivity(unchecked) private var liveWatcherCount = 0
     @exclusivity(unchecked) private var lastGeneration: UInt32 = 0
-    @exclusivity(unchecked) private var alwaysReadyCount = 0
+    /// The always-ready descriptors (see the type's comment), ascending: each poll reports them,
+    /// with no walk of the whole table.
+    @exclusivity(unchecked) private var alwaysReadyDescriptors: [Int32] = []
     /// Entries left unarmed (see ``Entry/armed``) for a watcher that is not parked: the loop
     /// re-arms them before it sleeps.
     @exclusivity(unchecked) private(set) var restingCount = 0
@@ -239,14 +241,9 @@ final class DescriptorSet {
         entryCount -= 1
     }
 
-    /// Every descriptor with an entry.
-    private var watchedDescriptors: [Int32] {
-        entries.indices.compactMap { entries[$0] == nil ? nil : Int32($0) }
-    }
-
     /// Whether some watched descriptor is always ready (see the type's comment): the loop must
     /// not sleep, and ``collect(into:)`` reports it every time.
-    var hasAlwaysReady: Bool { alwaysReadyCount > 0 }
+    var hasAlwaysReady: Bool { !alwaysReadyDescriptors.isEmpty }
 
     /// Watches `fd` for `events` on behalf of `token`, whose source was made for `file`. Returns
     /// the tokens that failed, each to be reported with ``EvBackend/failed``: `token` when `fd`
@@ -287,7 +284,7 @@ final class DescriptorSet {
         forget(fd)
         if !entry.armed && !entry.restsParked { restingCount -= 1 }
         if entry.alwaysReady {
-            alwaysReadyCount -= 1
+            alwaysReadyDescriptors.removeAll { $0 == fd }
         } else {
             var unused = epoll_event()
             if retryingEINTR({ epoll_ctl(descriptor, EPOLL_CTL_DEL, fd, &unused) }) != 0 { mayLinger.insert(fd) }
@@ -391,15 +388,15 @@ final class DescriptorSet {
         // A failure (ENOMEM) reports nothing now; the set stays readable, so libev asks again.
         let count = Int(retryingEINTR { epoll_wait(descriptor, eventBuffer, Int32(Self.batch), 0) })
         for index in 0..<max(count, 0) { report(eventBuffer[index], to: sink) }
-        if alwaysReadyCount > 0 { reportAlwaysReady(to: sink) }
+        if !alwaysReadyDescriptors.isEmpty { reportAlwaysReady(to: sink) }
     }
 
     /// Reports the always-ready descriptors, each checked first: one closed, or whose number now
     /// names another file, is reported failed once and forgotten, never reported ready again.
     private func reportAlwaysReady<Sink: ReadinessSink>(to sink: Sink) {
         var gone: [(fd: Int32, entry: Entry)] = []
-        for fd in watchedDescriptors {
-            guard let entry = entries[Int(fd)], entry.alwaysReady else { continue }
+        for fd in alwaysReadyDescriptors {
+            guard let entry = entries[Int(fd)] else { continue }
             guard entry.file.isNamed(by: fd) else {
                 gone.append((fd, entry))
                 continue
@@ -524,7 +521,7 @@ final class DescriptorSet {
         }
         guard errno == EPERM else { return false }
         entries[Int(fd)]!.alwaysReady = true
-        alwaysReadyCount += 1
+        alwaysReadyDescriptors.insert(fd, at: alwaysReadyDescriptors.firstIndex { $0 > fd } ?? alwaysReadyDescriptors.endIndex)
         return true
     }
 
