@@ -21,6 +21,43 @@ private func nestedRun(
     return result.get ?? .finished
 }
 
+/// A watched pipe whose number is closed and reused for a new pipe, watched by a new source: what
+/// each source is told and reads.
+private final class ReusedNumber: Sendable {
+    let number: Int32
+    let old: DescriptorPipe
+    let oldSource: EvFileDescriptorSource
+    let oldEvents = EventLog<EvFileDescriptorSource.Readiness>(), stolen = EventLog<UInt8>()
+    let newEvents = EventLog<EvFileDescriptorSource.Readiness>(), newRead = EventLog<UInt8>()
+    private let newSource = Box<EvFileDescriptorSource?>(nil)
+    private let newWriteEnd = Box<Int32>(-1)
+
+    init(at number: Int32) throws {
+        self.number = number
+        old = DescriptorPipe(readEndAt: number)
+        oldSource = try EvFileDescriptorSource(fileDescriptor: number, events: .readable, handler: carelessReader(of: number, oldEvents, stolen))
+    }
+
+    /// Closes the number, puts a new pipe with one byte (2) under it and watches it in `mode`.
+    func reuse(in loop: EvRunLoop, mode: EvRunLoop.Mode) {
+        close(number)
+        let fresh = DescriptorPipe(readEndAt: number)
+        newWriteEnd.set(fresh.writeEnd)
+        let source = try! EvFileDescriptorSource(fileDescriptor: number, events: .readable, handler: carelessReader(of: number, newEvents, newRead))
+        newSource.set(source)
+        loop.add(source, forMode: mode)
+        fresh.write(2)
+    }
+
+    /// Ends the new source and closes every end.
+    func closeAll() {
+        newSource.get?.invalidate()
+        Foundation.close(number)
+        Foundation.close(newWriteEnd.get)
+        Foundation.close(old.writeEnd)
+    }
+}
+
 /// Descriptor watches parked by nested runs of other modes, attacked: numbers closed and reused,
 /// sources invalidated from other threads, hang-ups, many watchers on one descriptor, always-ready
 /// files, loops ending. The parked source never reads another file, readiness is not lost, and the
@@ -30,42 +67,28 @@ private func nestedRun(
     /// of the running mode watches: the new one is told, the old one only `.error`, even when the
     /// old file lives on elsewhere and becomes ready.
     @Test(arguments: [false, true]) func parkedNumberReusedForANewSourceOfTheNestedMode(keepOldFileOpen: Bool) throws {
-        let number = reservedDescriptorNumber(keepOldFileOpen ? 42 : 40)  // the cases run at once
-        let old = DescriptorPipe(readEndAt: number)
-        let keeper = keepOldFileOpen ? dup(old.readEnd) : -1
-        defer { if keeper >= 0 { close(keeper) }; close(old.writeEnd) }
+        let pipes = try ReusedNumber(at: reservedDescriptorNumber(keepOldFileOpen ? 42 : 40))  // the cases run at once
+        let keeper = keepOldFileOpen ? dup(pipes.old.readEnd) : -1
+        defer { if keeper >= 0 { close(keeper) } }
         let a = EvRunLoop.Mode("a"), b = EvRunLoop.Mode("b")
-        let oldEvents = EventLog<EvFileDescriptorSource.Readiness>(), stolen = EventLog<UInt8>()
-        let oldSource = try EvFileDescriptorSource(fileDescriptor: number, events: .readable, handler: carelessReader(of: number, oldEvents, stolen))
-        let newEvents = EventLog<EvFileDescriptorSource.Readiness>(), newRead = EventLog<UInt8>()
-        let newSource = Box<EvFileDescriptorSource?>(nil)
-        let newWriteEnd = Box<Int32>(-1)
         let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
-            loop.add(oldSource, forMode: a)
+            loop.add(pipes.oldSource, forMode: a)
             _ = loop.run(mode: a, timeout: .zero)  // watched
             let nested = nestedRun(loop, outer: a, inner: b) { loop in
-                old.write(1)  // readiness of the parked source
-                close(number)
-                let fresh = DescriptorPipe(readEndAt: number)
-                newWriteEnd.set(fresh.writeEnd)
-                fresh.write(2)
-                if keepOldFileOpen { old.write(3) }  // the old file, open elsewhere, readable again
-                let source = try! EvFileDescriptorSource(fileDescriptor: number, events: .readable, handler: carelessReader(of: number, newEvents, newRead))
-                newSource.set(source)
-                loop.add(source, forMode: b)
+                pipes.old.write(1)  // readiness of the parked source
+                pipes.reuse(in: loop, mode: b)
+                if keepOldFileOpen { pipes.old.write(3) }  // the old file, open elsewhere, readable again
             }
             // The old source was told its error as the nested run returned, and left `a`.
             return [nested, loop.run(mode: a, timeout: .zero)]
         }
-        newSource.get?.invalidate()
-        close(number)
-        close(newWriteEnd.get)
+        pipes.closeAll()
         #expect(results == [.handledSource, .finished])
-        #expect(newEvents.all == [.readable])
-        #expect(newRead.all == [2])
-        #expect(oldEvents.all == [.error])
-        #expect(stolen.all.isEmpty)
-        #expect(!oldSource.isValid)
+        #expect(pipes.newEvents.all == [.readable])
+        #expect(pipes.newRead.all == [2])
+        #expect(pipes.oldEvents.all == [.error])
+        #expect(pipes.stolen.all.isEmpty)
+        #expect(!pipes.oldSource.isValid)
     }
 
     /// A source of `a` ready when a timer of `a` runs `b` nested: back in `a`, in the same pass,
@@ -111,29 +134,16 @@ private func nestedRun(
     /// closed and reused there for a new source of the running mode: the old handler never runs,
     /// the new one is told.
     @Test func parkedSourceInvalidatedAndItsNumberReusedFromAnotherThread() throws {
-        let number = reservedDescriptorNumber(41)
-        let old = DescriptorPipe(readEndAt: number)
-        defer { close(old.writeEnd) }
+        let pipes = try ReusedNumber(at: reservedDescriptorNumber(41))
         let a = EvRunLoop.Mode("a"), b = EvRunLoop.Mode("b")
-        let oldEvents = EventLog<EvFileDescriptorSource.Readiness>(), stolen = EventLog<UInt8>()
-        let oldSource = try EvFileDescriptorSource(fileDescriptor: number, events: .readable, handler: carelessReader(of: number, oldEvents, stolen))
-        let newEvents = EventLog<EvFileDescriptorSource.Readiness>(), newRead = EventLog<UInt8>()
-        let newSource = Box<EvFileDescriptorSource?>(nil)
-        let newWriteEnd = Box<Int32>(-1)
         let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
-            loop.add(oldSource, forMode: a)
+            loop.add(pipes.oldSource, forMode: a)
             _ = loop.run(mode: a, timeout: .zero)  // watched
             let nested = nestedRun(loop, outer: a, inner: b) { loop in
                 let done = Latch()
                 let thread = spawnThread {
-                    oldSource.invalidate()
-                    close(number)
-                    let fresh = DescriptorPipe(readEndAt: number)
-                    newWriteEnd.set(fresh.writeEnd)
-                    let source = try! EvFileDescriptorSource(fileDescriptor: number, events: .readable, handler: carelessReader(of: number, newEvents, newRead))
-                    newSource.set(source)
-                    loop.add(source, forMode: b)
-                    fresh.write(2)
+                    pipes.oldSource.invalidate()
+                    pipes.reuse(in: loop, mode: b)
                     done.open()
                 }
                 done.wait()
@@ -142,14 +152,12 @@ private func nestedRun(
             let back = loop.run(mode: a, timeout: .zero)
             return [nested, back]
         }
-        newSource.get?.invalidate()
-        close(number)
-        close(newWriteEnd.get)
+        pipes.closeAll()
         #expect(results == [.handledSource, .finished])
-        #expect(newEvents.all == [.readable])
-        #expect(newRead.all == [2])
-        #expect(oldEvents.all.isEmpty)
-        #expect(stolen.all.isEmpty)
+        #expect(pipes.newEvents.all == [.readable])
+        #expect(pipes.newRead.all == [2])
+        #expect(pipes.oldEvents.all.isEmpty)
+        #expect(pipes.stolen.all.isEmpty)
     }
 
     /// A socket source of `a` watching reading and writing (ready all along) is parked while
