@@ -249,6 +249,7 @@ final class WorkerCore: Sendable {
             await withCheckedContinuation { (joined: CheckedContinuation<Void, Never>) in
                 thread.whenJoined { joined.resume() }
             }
+            // Also here: a join that just happened may not have run the tracker's removal yet.
             _ = unwaitedThreads.withLock { $0.removeValue(forKey: ObjectIdentifier(thread)) }
         }
     }

@@ -132,7 +132,9 @@ final class DescriptorSet {
             parked = removingBit(parked)
         }
 
-        func isParked(_ index: Int) -> Bool { index < 32 && parked & (1 << UInt32(index)) != 0 }
+        func isParked(_ index: Int) -> Bool { Self.isParked(index, in: parked) }
+
+        private static func isParked(_ index: Int, in parked: UInt32) -> Bool { index < 32 && parked & (1 << UInt32(index)) != 0 }
 
         /// How many watchers are not parked.
         var liveCount: Int { watchers.count - parked.nonzeroBitCount }
@@ -146,7 +148,7 @@ final class DescriptorSet {
 
         private static func wanted(by watchers: [(token: Int, events: Int32)], parked: UInt32) -> Int32 {
             var wanted: Int32 = 0
-            for (index, watcher) in watchers.enumerated() where index >= 32 || parked & (1 << UInt32(index)) == 0 {
+            for (index, watcher) in watchers.enumerated() where !isParked(index, in: parked) {
                 wanted |= watcher.events
             }
             return wanted
