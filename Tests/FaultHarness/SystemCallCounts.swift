@@ -268,6 +268,59 @@ func parkedSourceEndedThenClosedSystemCalls() {
     print("\(turns) readinesses after a parked source ended: \(outcome.dropFirst(3)) epoll_ctl")
 }
 
+/// A connection's end with the descriptor closed first and the source invalidated after (as a
+/// handler that closes on `.error` leaves it: the source invalidates itself after the handler):
+/// the kernel's entry for the number can no longer be removed, so the next file under the number
+/// has its re-arms checked against the file register until the kernel shows no entry under the
+/// number but its own. Then each readiness costs one `epoll_ctl`, the re-arm; checked for good,
+/// each cost two. 40 readinesses of the next file, counted on the loop's thread.
+func closedFirstNumberSystemCalls() {
+    let turns = 40
+    let outcome = onNewThread { () -> String in
+        let loop = EvRunLoop.current
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { return "pipe failed" }
+        let (number, firstWriter) = (fds[0], fds[1])
+        var byte: UInt8 = 1
+        _ = write(firstWriter, &byte, 1)
+        let ended = Mutex(false)
+        let first = Mutex<EvFileDescriptorSource?>(nil)
+        first.withLock {
+            $0 = try! EvFileDescriptorSource(fileDescriptor: number, events: .readable) { _ in
+                close(number)
+                first.withLock { $0?.invalidate() }
+                ended.withLock { $0 = true }
+            }
+        }
+        loop.add(first.withLock { $0! }, forMode: .default)
+        run(loop, for: 10) { ended.withLock { $0 } }
+        first.withLock { $0 = nil }
+        close(firstWriter)
+        guard pipe(&fds) == 0 else { return "pipe failed" }
+        let (reader, writer) = (fds[0], fds[1])
+        guard reader == number else { return "the new pipe took \(reader), not \(number)" }
+        let handled = Mutex(0)
+        let second = try! EvFileDescriptorSource(fileDescriptor: reader, events: .readable) { _ in
+            var byte: UInt8 = 0
+            if read(reader, &byte, 1) == 1 { handled.withLock { $0 += 1 } }
+        }
+        arm("epoll_ctl:1000000000:EINVAL@thread")
+        loop.add(second, forMode: .default)
+        for turn in 1...turns {
+            _ = write(writer, &byte, 1)
+            run(loop, for: 10) { handled.withLock { $0 } == turn }
+        }
+        let calls = runloopkit_faults_calls("epoll_ctl")
+        runloopkit_faults_disarm()
+        second.invalidate()
+        for fd in [reader, writer] { close(fd) }
+        guard handled.withLock({ $0 }) == turns else { return "\(handled.withLock { $0 }) of \(turns) readinesses handled" }
+        return calls <= turns + 10 ? "ok \(calls)" : "\(calls) epoll_ctl for \(turns) readinesses (at most \(turns + 10))"
+    }
+    guard outcome.hasPrefix("ok") else { fail(outcome) }
+    print("\(turns) readinesses after a source closed first: \(outcome.dropFirst(3)) epoll_ctl")
+}
+
 /// How many bytes the handlers of ``readingPipes(_:_:)`` read, from the loop's thread.
 private final class ReadCount: Sendable {
     private let count = Atomic(0)

@@ -68,7 +68,8 @@ final class DescriptorSet {
     /// Numbers whose entry was forgotten while the kernel may keep its own for the file (the
     /// number closed or reused first, the file open elsewhere): put back under the number, that
     /// file would take a re-arm, which finds the kernel's entry by file and number. A re-arm
-    /// under these numbers is checked (``reArmedOwnEntry(_:)``). None for a caller that removes or
+    /// under these numbers is checked (``reArmedOwnEntry(_:)``) until the kernel shows no other
+    /// entry under the number (``forgetLingeringIfAlone(_:)``). None for a caller that removes or
     /// invalidates its source on the loop's thread before closing (the watch ends at once).
     @exclusivity(unchecked) private var mayLinger: Set<Int32> = []
     /// Where ``collect(into:)`` has the kernel write what is ready (a plain buffer: no uniqueness
@@ -105,6 +106,8 @@ final class DescriptorSet {
         var armed = true
         /// Unarmed for parked watchers alone: it stays so until one of them is watched again.
         var restsParked = false
+        /// Re-arms checked against the entry's file because the number is in ``mayLinger``.
+        var lingerChecks: UInt32 = 0
 
         /// The bits of the `watchers` `readiness` is for (see ``pending``); all ones when one of
         /// them has no bit, and such a report never rests. Given the watchers alone, so that a
@@ -506,12 +509,32 @@ final class DescriptorSet {
     /// no source here watches, is removed, and the entry is left for ``dropDead(_:)``.
     @inline(never)
     private func reArmedOwnEntry(_ fd: Int32) -> Bool {
-        if entries[Int(fd)]!.file.isNamed(by: fd) { return true }
+        if entries[Int(fd)]!.file.isNamed(by: fd) {
+            forgetLingeringIfAlone(fd)
+            return true
+        }
         var unused = epoll_event()
         _ = retryingEINTR { epoll_ctl(descriptor, EPOLL_CTL_DEL, fd, &unused) }
         errno = ENOENT
         return false
     }
+
+    /// Takes `fd` out of ``mayLinger`` once the kernel holds no entry under it but this set's
+    /// own (just re-armed, for the file the number names): no other file's entry is left to take
+    /// a re-arm, and the number's re-arms need no check until another entry is forgotten there.
+    /// The kernel's look walks the whole set, so it is made after a number of checks that grows
+    /// with the set, and doubles while another entry stays.
+    private func forgetLingeringIfAlone(_ fd: Int32) {
+        let index = Int(fd)
+        entries[index]!.lingerChecks &+= 1
+        let checks = entries[index]!.lingerChecks
+        guard checks & (checks &- 1) == 0, Int(checks) &* Self.checksPerLook >= entryCount else { return }
+        if cepoll_holds_entry(descriptor, fd, 1) == 0 { mayLinger.remove(fd) }
+    }
+
+    /// Entries the kernel's look walks for the cost of one check against the file register
+    /// (a few tens of nanoseconds each, against a microsecond or so).
+    private static let checksPerLook = 64
 
     /// An `EPOLL_CTL_ADD` failed: whether the entry is in the set after all, or always ready.
     @inline(never)
@@ -534,7 +557,7 @@ final class DescriptorSet {
         let error = errno
         let tokens = entries[Int(fd)]!.watchers.map(\.token)
         forget(fd)
-        mayLinger.insert(fd)  // not removed: the number names another file now, or none
+        mayLinger.insert(fd)  // the number names another file now, or none: the kernel may keep this one's
         errno = error
         return tokens
     }

@@ -160,6 +160,51 @@ import TestSupport
         #expect(stolen.all.isEmpty, "the source made for Y read X")
     }
 
+    /// Save, redirect, restore after many readinesses: file X, watched at a number, lives on
+    /// elsewhere when pipe Y takes the number, and Y is watched and read 40 times before X is put
+    /// back. The kernel still keeps the set's entry for X under the number, so Y's re-arms stay
+    /// checked however many there were: once X is back, the re-arm after a run of another mode
+    /// tells Y's source `.error`, and it never reads X.
+    @Test func aFileKeptOpenElsewhereStaysToldApartAfterTheNextFilesManyReadinesses() throws {
+        let number = reservedDescriptorNumber(25)
+        let x = DescriptorPipe(readEndAt: number)
+        let keptX = dup(number)
+        defer { close(number); close(keptX); close(x.writeEnd) }
+        let watchingX = try EvFileDescriptorSource(fileDescriptor: number, events: .readable) { _ in }
+        let events = EventLog<EvFileDescriptorSource.Readiness>()
+        let read = EventLog<UInt8>()
+        let turns = 40
+        let yWriteEnd = onLoopThread { loop -> Int32 in
+            loop.add(watchingX, forMode: .default)
+            loop.add(keepAliveTimer(), forMode: .default)
+            _ = loop.run(mode: .default, timeout: .zero)  // X watched at `number`
+            let y = DescriptorPipe(readEndAt: number)  // X lives on through `keptX`
+            watchingX.invalidate()
+            let watchingY = try! EvFileDescriptorSource(fileDescriptor: number, events: .readable) { readiness in
+                events.append(readiness)
+                var byte: UInt8 = 0
+                if readiness.contains(.readable), Foundation.read(number, &byte, 1) == 1 { read.append(byte) }
+            }
+            loop.add(watchingY, forMode: .default)
+            for _ in 0..<turns {
+                y.write(7)
+                _ = loop.run(mode: .default, timeout: .seconds(10), returnAfterSourceHandled: true)
+            }
+            precondition(dup2(keptX, number) == number)  // X back under the number; Y closed for good
+            x.write(42)
+            // A run of another mode parks Y's watch; the default mode's next run re-arms it.
+            let other = EvRunLoop.Mode("handover.other")
+            loop.add(keepAliveTimer(), forMode: other)
+            _ = loop.run(mode: other, timeout: .zero)
+            for _ in 0..<3 { _ = loop.run(mode: .default, timeout: .zero) }
+            watchingY.invalidate()
+            return y.writeEnd
+        }
+        close(yWriteEnd)
+        #expect(events.all == Array(repeating: .readable, count: turns) + [.error])
+        #expect(read.all == Array(repeating: 7, count: turns), "the source made for Y read X")
+    }
+
     /// Probe (passes): two numbers ready together; the first one handled invalidates itself and the
     /// other, whose readiness waits its turn, closes both and makes sources for new pipes under
     /// both numbers, which take the freed watcher tokens. The new source whose pipe holds a byte
