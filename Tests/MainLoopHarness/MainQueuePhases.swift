@@ -53,6 +53,22 @@ func mainQueuePhases(on engine: MainLoopUnderTest) -> [String] {
     return lines
 }
 
+/// Main-queue work already queued when a run's wait also finds a due timer whose handler runs the
+/// loop nested: the nested run (of a common mode, not in main-queue work) services that work. CF's
+/// pass handles the timer alone and leaves the queue's signal to the nested run's wait. Returns
+/// one line.
+func mainQueueWorkForARunNestedInATimer(on engine: MainLoopUnderTest) -> [String] {
+    let loop = MainLoopDriver(engine)
+    DispatchQueue.main.async { phaseLog.append("A") }
+    loop.addDueTimer {
+        phaseLog.append("timer")
+        // Not serviced, the work would wait out this timeout.
+        phaseLog.append("nested \(loop.runOnce(seconds: 5, returnAfterSourceHandled: true))")
+        loop.stop()
+    }
+    return ["run: " + loop.run()]
+}
+
 /// The few calls the scenario makes, on CF's main loop or on `EvRunLoop.main`.
 private struct MainLoopDriver: Sendable {
     let engine: MainLoopUnderTest
@@ -77,15 +93,21 @@ private struct MainLoopDriver: Sendable {
     /// Runs the default mode (30 s at most) and returns the log of the run and its result.
     func run() -> String {
         phaseLog = []
-        let result: String
+        let result = runOnce(seconds: 30)
+        return (phaseLog + [result]).joined(separator: " ")
+    }
+
+    /// Runs the default mode once and returns its result, named as EvRunLoop.RunResult names it.
+    func runOnce(seconds: Int, returnAfterSourceHandled: Bool = false) -> String {
         switch engine {
         case .cf:
-            let code = CFRunLoopRunInMode(kCFRunLoopDefaultMode, 30, 0)
-            result = Int(code) == kCFRunLoopRunStopped ? "stopped" : "result \(code)"
+            let code = Int(CFRunLoopRunInMode(kCFRunLoopDefaultMode, CFTimeInterval(seconds), returnAfterSourceHandled ? 1 : 0))
+            let names = [kCFRunLoopRunFinished: "finished", kCFRunLoopRunStopped: "stopped",
+                         kCFRunLoopRunTimedOut: "timedOut", kCFRunLoopRunHandledSource: "handledSource"]
+            return names[code] ?? "result \(code)"
         case .runLoopKit:
-            result = "\(EvRunLoop.main.run(mode: .default, timeout: .seconds(30)))"
+            return "\(EvRunLoop.main.run(mode: .default, timeout: .seconds(seconds), returnAfterSourceHandled: returnAfterSourceHandled))"
         }
-        return (phaseLog + [result]).joined(separator: " ")
     }
 
     func stop() {

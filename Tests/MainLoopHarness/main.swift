@@ -76,6 +76,22 @@ case "nested-run-in-main-queue-block":
     _ = main.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
     print("order: \(order.log.joined(separator: ", "))")
 
+case "main-queue-work-for-a-run-nested-in-a-timer-after-the-shortcut":
+    // R20.7, R60: work the shortcut found (no wait) while a due timer runs the loop nested first:
+    // the nested run services it rather than sleep until its timeout.
+    let log = Box()
+    main.add(EvTimer(fireAt: .now.advanced(by: .seconds(-1))) { _ in
+        log.log.append("timer 1")
+        DispatchQueue.main.async { log.log.append("B") }
+        // Due in the next pass, which takes the shortcut: the previous one serviced no work.
+        main.add(EvTimer(fireAt: .now.advanced(by: .seconds(-1))) { _ in
+            log.log.append("timer 2")
+            log.log.append("nested \(main.run(mode: .default, timeout: .seconds(5), returnAfterSourceHandled: true))")
+            main.stop()
+        }, forMode: .default)
+    }, forMode: .default)
+    print("result: \(main.run(mode: .default, timeout: .seconds(30))), \(log.log.joined(separator: ", "))")
+
 case "run-main":
     // An async program on top of the main loop (R60): a timer on EvRunLoop.main, the
     // main actor and DispatchQueue.main all run on the main thread while body runs.
@@ -275,6 +291,14 @@ case "main-queue-phases":
         exit(2)
     }
     for line in mainQueuePhases(on: engine) { print(line) }
+
+case "main-queue-work-for-a-run-nested-in-a-timer":
+    // R60: work the wait found, left for a run nested in a timer's handler to service.
+    guard let engine = CommandLine.arguments.dropFirst(2).first.flatMap(MainLoopUnderTest.init(rawValue:)) else {
+        print("usage: main-queue-work-for-a-run-nested-in-a-timer cf|runLoopKit")
+        exit(2)
+    }
+    for line in mainQueueWorkForARunNestedInATimer(on: engine) { print(line) }
 
 default:
     print("unknown scenario")

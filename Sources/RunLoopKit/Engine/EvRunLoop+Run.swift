@@ -97,21 +97,24 @@ extension EvRunLoop {
             if handledSource { performBlocks(run) }
             let merged = handledSource && mergesPollIntoNextSleep(run, &view, stopsSeen, waiter)
             let poll = (handledSource || run.pollOnly) && !merged
-            let mainQueueHasWork: Bool
-            if run.servicesMainQueue && !servicedMainQueue && waiter.takeMainQueueSignal() {
+            let mainQueueSignalled: Bool
+            if run.servicesMainQueue && !servicedMainQueue && waiter.peekMainQueueSignal() {
                 // R20.7, C114: straight to handling, no sleep; wake-ups end here as after a wait.
                 stopAcceptingWakeUps()
-                mainQueueHasWork = true
+                mainQueueSignalled = true
             } else {
                 if !poll { notifyObservers(.beforeWaiting, run) }
-                mainQueueHasWork = sleep(run, poll: poll, merged: merged, &view, waiter)
+                mainQueueSignalled = sleep(run, poll: poll, merged: merged, &view, waiter)
                 if !poll { notifyObservers(.afterWaiting, run) }
             }
             if refreshed(&view, run).hasTimers {
                 let now = waiter.now()
                 if now >= view.timersDueFrom { fireDueTimers(run, &view, at: now, waiter) }
             }
-            servicedMainQueue = mainQueueHasWork && run.servicesMainQueue
+            // The signal is taken only now: until it is, a run nested in an AfterWaiting observer
+            // or a timer's handler finds it and services the work (else it could sleep with the
+            // work pending); then it is gone here, and this pass services nothing.
+            servicedMainQueue = mainQueueSignalled && run.servicesMainQueue && waiter.takeMainQueueSignal()
             if servicedMainQueue {
                 serviceMainQueue()
                 handledSource = true
@@ -161,7 +164,8 @@ extension EvRunLoop {
     /// R20.9, R22: sleeps until the earliest of the mode's next timer and the run's deadline,
     /// a wake-up, a stop, a version-1 source or (main loop) the main queue; with `poll`, only
     /// looks. `merged`: the sleep stands for the next pass too (``mergesPollIntoNextSleep``),
-    /// which counts as an iteration. Returns whether the main queue signalled work.
+    /// which counts as an iteration. Returns whether the main queue signalled work (the signal is
+    /// left set).
     @_transparent  // once per pass: a call would save and restore registers each time
     private func sleep<Waiter: LoopWaiter>(_ run: RunContext, poll: Bool, merged: Bool, _ view: inout PassView, _ waiter: Waiter) -> Bool {
         if isMain { waiter.watchMainQueue(run.servicesMainQueue) }
@@ -196,7 +200,7 @@ extension EvRunLoop {
             stopAcceptingWakeUps()  // C52: a poll counts as the wait
         }
         if waiter.hasReady { collectReadiness() }
-        return reasons.contains(.mainQueue) && waiter.takeMainQueueSignal()
+        return reasons.contains(.mainQueue)
     }
 
     /// When the sleep must end by itself: the mode's next timer or the run's timeout, whichever

@@ -23,6 +23,13 @@ extension EvBackend {
         }
     }
 
+    /// Whether the main queue signalled work, leaving the signal to ``takeMainQueueSignal()``.
+    /// Never blocks.
+    func peekMainQueueSignal() -> Bool {
+        var entry = pollfd(fd: _dispatch_get_main_queue_handle_4CF(), events: Int16(POLLIN), revents: 0)
+        return retryingEINTR { Int32(systemPoll(&entry, 1, 0)) } == 1
+    }
+
     /// Whether the main queue signalled work; clears the signal. Never blocks.
     func takeMainQueueSignal() -> Bool {
         var count: UInt64 = 0
@@ -56,6 +63,11 @@ extension EvBackend {
             stopInternalWatcher(watcher)
         }
     }
+}
+
+/// poll(2), which EvBackend's own `poll()` hides inside its methods.
+private func systemPoll(_ entries: UnsafeMutablePointer<pollfd>, _ count: nfds_t, _ timeout: Int32) -> Int32 {
+    poll(entries, count, timeout)
 }
 
 extension EvBackend {

@@ -114,6 +114,8 @@ protocol LoopWaiter: AnyObject {
 
     /// Main loop only: whether to watch libdispatch's main queue in the next waits.
     func watchMainQueue(_ watch: Bool)
+    /// Main loop only: whether the main queue signalled work; leaves the signal set.
+    func peekMainQueueSignal() -> Bool
     /// Main loop only: whether the main queue signalled work; clears the signal.
     func takeMainQueueSignal() -> Bool
     /// Main loop only: runs the main queue's pending work.

@@ -196,6 +196,7 @@ final class VirtualWaiter: LoopWaiter, @unchecked Sendable {
     func takeLibraryEvents() -> Bool { false }
     func runLibraryCallbacks() {}
     func watchMainQueue(_ watch: Bool) {}
+    func peekMainQueueSignal() -> Bool { false }
     func takeMainQueueSignal() -> Bool { false }
     func drainMainQueue() {}
 }

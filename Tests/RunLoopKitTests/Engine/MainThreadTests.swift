@@ -56,6 +56,27 @@ import Testing
         ])
     }
 
+    /// C114: the phases around main-queue work are CF's, run by CF's own main loop in the harness.
+    @Test func C114_theMainQueuePhasesAreCFs() throws {
+        #expect(try harness("main-queue-phases", "runLoopKit") == harness("main-queue-phases", "cf"))
+    }
+
+    /// Before, the wait's signal was taken before the timers fired, so a run nested in a timer's
+    /// handler slept its whole timeout (5 s) with the work pending; CF's nested run services it.
+    @Test func R60_aRunNestedInATimerServicesMainQueueWorkTheWaitFound() throws {
+        let expected = "run: entry beforeTimers beforeSources beforeWaiting afterWaiting timer entry beforeTimers beforeSources beforeWaiting afterWaiting A exit nested handledSource exit stopped"
+        #expect(try harness("main-queue-work-for-a-run-nested-in-a-timer", "cf") == [expected])
+        #expect(try harness("main-queue-work-for-a-run-nested-in-a-timer", "runLoopKit") == [expected])
+    }
+
+    /// The same when the shortcut (R20.7) found the work: before, it took the signal and the
+    /// nested run slept its 5 s timeout.
+    @Test func R60_aRunNestedInATimerServicesMainQueueWorkTheShortcutFound() throws {
+        #expect(try harness("main-queue-work-for-a-run-nested-in-a-timer-after-the-shortcut") == [
+            "result: stopped, timer 1, timer 2, B, nested handledSource",
+        ])
+    }
+
     @Test func R60_nestedRunInMainQueueBlockDoesNotServiceTheMainQueue() throws {
         #expect(try harness("nested-run-in-main-queue-block") == ["order: nested finished, second"])
     }
