@@ -24,7 +24,7 @@ struct DescriptorEntry {
     var parked: UInt32 = 0 {
         didSet { wanted = Self.wanted(by: watchers, parked: parked) }
     }
-    /// Re-armed since its last report, so the kernel reports it again. A report that finds
+    /// Re-armed since its last report, so the kernel reports it again. A report that leaves
     /// every watcher it is for pending is not re-armed: the entry rests, and the kernel,
     /// which would report it at every look until a handler takes it, looks no more.
     var armed = true
@@ -60,6 +60,11 @@ struct DescriptorEntry {
     }
 
     func isParked(_ index: Int) -> Bool { Self.isParked(index, in: parked) }
+
+    /// The ``pending`` bits of `count` watchers, at most 32: all of them.
+    static func everyWatcher(_ count: Int) -> UInt32 {
+        count < 32 ? (1 << UInt32(count)) &- 1 : .max
+    }
 
     private static func isParked(_ index: Int, in parked: UInt32) -> Bool { index < 32 && parked & (1 << UInt32(index)) != 0 }
 

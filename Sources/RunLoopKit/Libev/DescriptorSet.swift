@@ -24,13 +24,14 @@ protocol ReadinessSink: AnyObject {
 /// Here every `epoll_ctl` is made at once and its failure is an answer: the descriptor's watchers
 /// are reported failed and leave the set.
 ///
-/// Entries are one-shot and re-armed after each report. An entry the kernel keeps after its
-/// number was closed (the file still open elsewhere, a `dup` or a child) can then report once at
-/// most, instead of waking the loop for ever; its generation, kept in the event's data, tells
+/// Entries are one-shot. A reported entry rests until a handler takes its readiness and is re-armed
+/// then (``taken(token:fd:verify:)``), once per handled readiness. An entry the kernel keeps after
+/// its number was closed (the file still open elsewhere, a `dup` or a child) can then report once
+/// at most, instead of waking the loop for ever; its generation, kept in the event's data, tells
 /// such a report from one of a live entry. Its file put back under the number would take that
 /// number's next re-arm, so a re-arm under a number where one may linger is checked against the
-/// entry's file (``mayLinger``). A descriptor epoll refuses (`EPERM`: a regular file) is ready
-/// at once for all it is watched for, as `poll` would say.
+/// entry's file (``mayLinger``). A descriptor epoll refuses (`EPERM`: a regular file) is ready at
+/// once for all it is watched for, as `poll` would say.
 ///
 /// A watcher whose source's modes stop running is parked (``park(token:fd:)``), not removed: its
 /// kernel entry stays, so a mode switch costs no `epoll_ctl` for it, and a report while it is
@@ -256,12 +257,12 @@ final class DescriptorSet {
     }
 
     /// Reports what is ready now, without waiting, in the order the kernel reports it (the order
-    /// the descriptors became ready), then the always-ready ones. Re-arms each reported entry. One
-    /// batch at most: an entry re-armed while still ready is reported again by the next call,
-    /// and the set's descriptor stays readable while more wait. An entry reported again before
-    /// its handler took it is not handed on again but rests (see ``DescriptorEntry/armed``): with many
-    /// descriptors ready, each costs one re-arm per handling, not one per pass. `sink` gets each
-    /// watcher's token and readiness, one by one: no poll allocates.
+    /// the descriptors became ready), then the always-ready ones. One batch at most: the set's
+    /// descriptor stays readable while more wait. A reported entry whose every watcher now waits
+    /// for its handler rests (see ``DescriptorEntry/armed``) until one is taken; others are
+    /// re-armed for the watchers still waiting. With many descriptors ready, each costs one re-arm
+    /// per handling, not one per pass. `sink` gets each watcher's token and readiness, one by one:
+    /// no poll allocates.
     func collect<Sink: ReadinessSink>(into sink: Sink) {
         // The one epoll_wait outside libev, and it never blocks (timeout 0): libev waits on the
         // set's descriptor, and this reads the set it reported (the type says why the set exists).
@@ -321,18 +322,28 @@ final class DescriptorSet {
             return
         }
         if told != .max { entries[slot]!.pending |= told & ~parked }
-        guard installed(fd, adding: false) else { return reportDead(fd, readiness, to: sink) }
-        if parked != 0 { return handOn(fd, readiness, to: sink) }
-        if entries[slot]!.watchers.count == 1 {
-            let watcher = entries[slot]!.watchers[0]
-            if watcher.events & readiness != 0 { sink.noteReady(watcher.token, watcher.events & readiness) }
-            return
+        if told != .max && parked == 0 && entries[slot]!.watchers.count <= 32
+            && entries[slot]!.pending == Entry.everyWatcher(entries[slot]!.watchers.count) {
+            // Every watcher now waits for its handler: rest, as a report meanwhile would make it.
+            // Re-armed now, the descriptor, still ready, would be reported again by every poll
+            // before its turn (R38); taken(token:fd:verify:) re-arms it, and so checks its number,
+            // as a handler is about to run: one epoll_ctl per handled readiness.
+            entries[slot]!.armed = false
+            restingCount += 1
+            return handOn(fd, readiness, to: sink)
         }
+        guard installed(fd, adding: false) else { return reportDead(fd, readiness, to: sink) }
         handOn(fd, readiness, to: sink)
     }
 
     /// Tells each watcher of `fd` that is not parked the part of `readiness` it watches for.
     private func handOn<Sink: ReadinessSink>(_ fd: Int32, _ readiness: Int32, to sink: Sink) {
+        // The usual entry, one watcher: read in place, with no copy of the entry.
+        if entries[Int(fd)]!.watchers.count == 1 && entries[Int(fd)]!.parked == 0 {
+            let watcher = entries[Int(fd)]!.watchers[0]
+            if watcher.events & readiness != 0 { sink.noteReady(watcher.token, watcher.events & readiness) }
+            return
+        }
         let entry = entries[Int(fd)]!
         for (index, watcher) in entry.watchers.enumerated() where watcher.events & readiness != 0 && !entry.isParked(index) {
             sink.noteReady(watcher.token, watcher.events & readiness)

@@ -134,6 +134,12 @@ import Testing
         try expectPass("many-ready-descriptors")
     }
 
+    /// Descriptors ready together round after round, as a busy server's connections, cost one
+    /// `epoll_ctl` per handled readiness: none at the report, one as its handler is about to run.
+    @Test func descriptorsReadyTogetherCostOneEpollCtlPerHandledReadiness() throws {
+        try expectPass("ready-together")
+    }
+
     /// A descriptor number reused connection after connection, each source invalidated on the
     /// loop's thread before its descriptor is closed, costs the same few `epoll_ctl`s per turn.
     @Test func aNumberReusedAfterEachSourceIsInvalidatedThenClosedCostsNoChecks() throws {
