@@ -354,6 +354,64 @@ func closedFirstNumberSystemCalls() {
     print("\(turns) readinesses after a source closed first: \(outcome.dropFirst(3)) epoll_ctl")
 }
 
+/// A nested run of another mode while readiness of many descriptors waits its turn (a handler
+/// that runs a modal wait on a busy server): the waiting entries, parked, rest until their mode
+/// runs again, with no `epoll_ctl` before the nested run sleeps. Each readiness then costs two:
+/// the re-arm as its mode runs again, and the one as its handler is about to run. Re-armed
+/// before the nested sleep, an entry with every watcher parked asked the kernel for nothing.
+func nestedRunBesideWaitingReadinessSystemCalls() {
+    let count = 50
+    let rounds = 10
+    let outcome = onNewThread { () -> String in
+        let loop = EvRunLoop.current
+        let inner = EvRunLoop.Mode("harness.inner")
+        loop.add(EvTimer(after: .seconds(3600)) { _ in }, forMode: inner)
+        let handled = ReadCount()
+        let nestedRuns = ReadCount()
+        let switcher = EvSource {
+            _ = loop.run(mode: inner, timeout: .milliseconds(1))
+            nestedRuns.bump()
+        }
+        loop.add(switcher, forMode: .default)
+        var pipes: [(read: Int32, write: Int32)] = []
+        var sources: [EvFileDescriptorSource] = []
+        for _ in 0..<count {
+            var fds: [Int32] = [0, 0]
+            guard pipe(&fds) == 0 else { return "pipe failed" }
+            let readEnd = fds[0]
+            pipes.append((fds[0], fds[1]))
+            sources.append(try! EvFileDescriptorSource(fileDescriptor: readEnd, events: .readable) { _ in
+                var byte: UInt8 = 0
+                guard read(readEnd, &byte, 1) == 1 else { return }
+                handled.bump()
+                // The round's second: the others wait their turn, and the next pass runs the nested run.
+                if handled.value % count == 2 { switcher.signal() }
+            })
+        }
+        for source in sources { loop.add(source, forMode: .default) }
+        loop.run(mode: .default, timeout: .zero)  // every watch started
+        arm("epoll_ctl:1000000000:EINVAL@thread")
+        for round in 1...rounds {
+            for pipe in pipes {
+                var byte: UInt8 = 1
+                _ = write(pipe.write, &byte, 1)
+            }
+            run(loop, for: 10) { handled.value == round * count }
+        }
+        let calls = runloopkit_faults_calls("epoll_ctl")
+        runloopkit_faults_disarm()
+        switcher.invalidate()
+        for source in sources { source.invalidate() }
+        for (readEnd, writeEnd) in pipes { close(readEnd); close(writeEnd) }
+        guard handled.value == rounds * count else { return "\(handled.value) of \(rounds * count) readinesses handled" }
+        guard nestedRuns.value == rounds else { return "\(nestedRuns.value) nested runs, not \(rounds)" }
+        let limit = 2 * rounds * count + 10
+        return calls <= limit ? "ok \(calls)" : "\(calls) epoll_ctl for \(rounds) nested runs beside \(count) waiting readinesses (at most \(limit))"
+    }
+    guard outcome.hasPrefix("ok") else { fail(outcome) }
+    print("\(rounds) nested runs beside waiting readiness: \(outcome.dropFirst(3)) epoll_ctl")
+}
+
 /// How many bytes the handlers of ``readingPipes(_:_:)`` read, from the loop's thread.
 private final class ReadCount: Sendable {
     private let count = Atomic(0)

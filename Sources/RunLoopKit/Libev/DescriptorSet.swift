@@ -199,6 +199,12 @@ final class DescriptorSet {
         entries[Int(fd)]!.parked |= 1 << UInt32(index)
         entries[Int(fd)]!.pending &= ~(1 << UInt32(index))
         liveWatcherCount -= 1
+        // A resting entry left with parked watchers alone rests for them: re-armed before the
+        // next sleep it would ask the kernel for nothing, and unpark(_:_:) re-arms it anyway.
+        if !entry.armed && !entry.restsParked && entries[Int(fd)]!.liveCount == 0 {
+            entries[Int(fd)]!.restsParked = true
+            restingCount -= 1
+        }
         return []
     }
 

@@ -152,6 +152,13 @@ import Testing
         try expectPass("mode-switch")
     }
 
+    /// A nested run of another mode while readiness of many descriptors waits its turn makes no
+    /// `epoll_ctl` for those entries before it sleeps: each readiness costs two, the re-arm as
+    /// its mode runs again and the one as its handler is about to run.
+    @Test func aNestedRunBesideWaitingReadinessReArmsNothingBeforeItSleeps() throws {
+        try expectPass("nested-run-beside-readiness")
+    }
+
     /// A source whose watch a nested run of another mode parked, invalidated on the loop's thread
     /// and then closed, leaves no kernel entry behind: the next file under its number costs one
     /// `epoll_ctl` per readiness, with no check against the file register.
