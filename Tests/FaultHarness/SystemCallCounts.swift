@@ -412,7 +412,8 @@ func nestedRunBesideWaitingReadinessSystemCalls() {
     print("\(rounds) nested runs beside waiting readiness: \(outcome.dropFirst(3)) epoll_ctl")
 }
 
-/// How many bytes the handlers of ``readingPipes(_:_:)`` read, from the loop's thread.
+/// A count bumped on one thread and read on another (the bytes ``readingPipes(_:_:)``'s handlers
+/// read, the main-queue blocks that ran).
 private final class ReadCount: Sendable {
     private let count = Atomic(0)
     func bump() { count.add(1, ordering: .relaxed) }
@@ -467,4 +468,51 @@ func mainLoopModeSwitchSystemCalls() {
     guard ran.withLock({ $0 }) else { fail("main-queue work queued during another mode never ran") }
     guard calls <= 2 else { fail("\(calls) epoll_ctl for \(switches) switches of the main loop (at most 2)") }
     print("\(switches) mode switches of the main loop: \(calls) epoll_ctl")
+}
+
+/// The main loop handling version-0 sources signalled from another thread, 40 cycles: with no
+/// observer of BeforeWaiting or AfterWaiting, nothing can tell the main-queue shortcut (R20.7)
+/// from the sleep, so no iteration makes the shortcut's look (a `poll` of the main queue's
+/// eventfd; before, one in every iteration after the first: about two a cycle). With such an
+/// observer the look is made, as CF makes it. Main-queue work queued meanwhile runs either way.
+func mainLoopHandledSourcesSystemCalls() {
+    let loop = EvRunLoop.current
+    guard loop === EvRunLoop.main else { fail("not the main loop") }
+    let handled = DispatchSemaphore(value: 0)
+    let source = EvSource { handled.signal() }
+    loop.add(source, forMode: .default)
+    let mainQueueWork = ReadCount()
+    let cycles = 40
+    func looks(observed: Bool) -> Int {
+        let observer = EvObserver(activities: .beforeWaiting, repeats: true) { _, _ in }
+        if observed { loop.add(observer, forMode: .default) }
+        let driver = Thread {
+            for cycle in 0..<cycles {
+                while !loop.isWaiting { sched_yield() }
+                if cycle % 10 == 0 { DispatchQueue.main.async { mainQueueWork.bump() } }
+                source.signal()
+                loop.wakeUp()
+                handled.wait()
+            }
+            while !loop.isWaiting { sched_yield() }
+            loop.stop()
+        }
+        arm("poll:1000000000:EINVAL@thread")
+        driver.start()
+        let result = loop.run(mode: .default, timeout: .seconds(30))
+        let calls = runloopkit_faults_calls("poll")
+        runloopkit_faults_disarm()
+        loop.remove(observer, forMode: .default)
+        if result != .stopped { fail("main loop handled sources (observed: \(observed)): run ended \(result)") }
+        return calls
+    }
+    let unobserved = looks(observed: false)
+    let observed = looks(observed: true)
+    run(loop, for: 10) { mainQueueWork.value == 2 * cycles / 10 }
+    source.invalidate()
+    let ran = mainQueueWork.value
+    guard ran == 2 * cycles / 10 else { fail("\(ran) of \(2 * cycles / 10) main-queue blocks ran") }
+    guard unobserved == 0 else { fail("\(unobserved) looks at the main queue for \(cycles) cycles with no observer of the wait (none expected)") }
+    guard observed >= cycles else { fail("\(observed) looks at the main queue for \(cycles) cycles with a BeforeWaiting observer (CF makes one per iteration after the first)") }
+    print("main loop, \(cycles) handled sources: \(unobserved) looks at the main queue unobserved, \(observed) observed")
 }

@@ -12,11 +12,12 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
+#include <poll.h>
 #include <unistd.h>
 
-enum { EPOLL_CTL_CALL, EPOLL_WAIT_CALL, EVENTFD_CALL, TIMERFD_CREATE_CALL, TIMERFD_SETTIME_CALL, READ_CALL, WRITE_CALL, CALL_COUNT };
+enum { EPOLL_CTL_CALL, EPOLL_WAIT_CALL, EVENTFD_CALL, TIMERFD_CREATE_CALL, TIMERFD_SETTIME_CALL, READ_CALL, WRITE_CALL, POLL_CALL, CALL_COUNT };
 static const char *const call_names[CALL_COUNT] = {
-    "epoll_ctl", "epoll_wait", "eventfd", "timerfd_create", "timerfd_settime", "read", "write",
+    "epoll_ctl", "epoll_wait", "eventfd", "timerfd_create", "timerfd_settime", "read", "write", "poll",
 };
 
 // Every field is atomic: a rule may be re-armed on one thread while another thread's call reads it.
@@ -114,6 +115,7 @@ static __typeof__(timerfd_create) *real_timerfd_create;
 static __typeof__(timerfd_settime) *real_timerfd_settime;
 static __typeof__(read) *real_read;
 static __typeof__(write) *real_write;
+static __typeof__(poll) *real_poll;
 
 #define RESOLVE(name) real_##name = (__typeof__(name) *)dlsym(RTLD_NEXT, #name)
 
@@ -125,6 +127,7 @@ __attribute__((constructor)) static void resolve_real_functions(void) {
     RESOLVE(timerfd_settime);
     RESOLVE(read);
     RESOLVE(write);
+    RESOLVE(poll);
 }
 
 int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event) {
@@ -160,4 +163,9 @@ ssize_t read(int fd, void *buffer, size_t count) {
 ssize_t write(int fd, const void *buffer, size_t count) {
     if (should_fail(WRITE_CALL)) return -1;
     return real_write(fd, buffer, count);
+}
+
+int poll(struct pollfd *entries, nfds_t count, int timeout) {
+    if (should_fail(POLL_CALL)) return -1;
+    return real_poll(entries, count, timeout);
 }

@@ -1,5 +1,5 @@
 // RunLoopKit's fault-injection shim. Linked into the FaultHarness program, its definitions of
-// epoll_ctl, epoll_wait, eventfd, timerfd_create, timerfd_settime, read and write stand in for
+// epoll_ctl, epoll_wait, eventfd, timerfd_create, timerfd_settime, read, write and poll stand in for
 // libc's (the linker exports them, so libev's and libdispatch's calls come here too); each
 // calls the real function (dlsym RTLD_NEXT) unless an armed rule makes that call fail with a
 // chosen errno. The harness arms rules right before the calls it means to hit.

@@ -179,6 +179,12 @@ import Testing
         try expectPass("main-mode-switch")
     }
 
+    /// The main loop makes the main-queue shortcut's look only where an observer of the wait
+    /// could tell it from the sleep, and main-queue work runs either way.
+    @Test func theMainLoopLooksAtTheMainQueueOnlyWhenAnObserverCouldTell() throws {
+        try expectPass("main-handled-sources")
+    }
+
     /// A repeating timer's kernel timer repeats by itself: per fire one `epoll_wait` and one
     /// `read`, no `timerfd_settime` after the first.
     @Test func aRepeatingTimerIsNotReArmedEveryPeriod() throws {
