@@ -473,8 +473,10 @@ func mainLoopModeSwitchSystemCalls() {
 /// The main loop handling version-0 sources signalled from another thread, 40 cycles: with no
 /// observer of BeforeWaiting or AfterWaiting, nothing can tell the main-queue shortcut (R20.7)
 /// from the sleep, so no iteration makes the shortcut's look (a `poll` of the main queue's
-/// eventfd; before, one in every iteration after the first: about two a cycle). With such an
-/// observer the look is made, as CF makes it. Main-queue work queued meanwhile runs either way.
+/// eventfd; before, one in every iteration after the first: about two a cycle), and the poll
+/// after each handled source is the next iteration's sleep (R20.6): one `epoll_wait` a cycle,
+/// not two. With such an observer the look is made, as CF makes it. Main-queue work queued
+/// meanwhile runs either way.
 func mainLoopHandledSourcesSystemCalls() {
     let loop = EvRunLoop.current
     guard loop === EvRunLoop.main else { fail("not the main loop") }
@@ -483,7 +485,7 @@ func mainLoopHandledSourcesSystemCalls() {
     loop.add(source, forMode: .default)
     let mainQueueWork = ReadCount()
     let cycles = 40
-    func looks(observed: Bool) -> Int {
+    func looks(observed: Bool) -> (looks: Int, epollWaits: Int) {
         let observer = EvObserver(activities: .beforeWaiting, repeats: true) { _, _ in }
         if observed { loop.add(observer, forMode: .default) }
         let driver = Thread {
@@ -497,22 +499,24 @@ func mainLoopHandledSourcesSystemCalls() {
             while !loop.isWaiting { sched_yield() }
             loop.stop()
         }
-        arm("poll:1000000000:EINVAL@thread")
+        arm("poll:1000000000:EINVAL@thread;epoll_wait:1000000000:EINVAL@thread")
         driver.start()
         let result = loop.run(mode: .default, timeout: .seconds(30))
-        let calls = runloopkit_faults_calls("poll")
+        let calls = (runloopkit_faults_calls("poll"), runloopkit_faults_calls("epoll_wait"))
         runloopkit_faults_disarm()
         loop.remove(observer, forMode: .default)
         if result != .stopped { fail("main loop handled sources (observed: \(observed)): run ended \(result)") }
         return calls
     }
-    let unobserved = looks(observed: false)
-    let observed = looks(observed: true)
+    let (unobserved, sleeps) = looks(observed: false)
+    let observed = looks(observed: true).looks
     run(loop, for: 10) { mainQueueWork.value == 2 * cycles / 10 }
     source.invalidate()
     let ran = mainQueueWork.value
     guard ran == 2 * cycles / 10 else { fail("\(ran) of \(2 * cycles / 10) main-queue blocks ran") }
     guard unobserved == 0 else { fail("\(unobserved) looks at the main queue for \(cycles) cycles with no observer of the wait (none expected)") }
+    // One sleep a cycle, and the last one's before the stop.
+    guard sleeps <= cycles + 1 else { fail("\(sleeps) epoll_wait for \(cycles) cycles with no observer (at most \(cycles + 1))") }
     guard observed >= cycles else { fail("\(observed) looks at the main queue for \(cycles) cycles with a BeforeWaiting observer (CF makes one per iteration after the first)") }
-    print("main loop, \(cycles) handled sources: \(unobserved) looks at the main queue unobserved, \(observed) observed")
+    print("main loop, \(cycles) handled sources: \(unobserved) looks at the main queue and \(sleeps) epoll_wait unobserved, \(observed) looks observed")
 }

@@ -146,15 +146,15 @@ extension EvRunLoop {
     /// would poll, end the pass and begin the next one only to sleep; when no callout can run in
     /// between, nothing tells the two apart: no observer of the steps between, no block or
     /// signalled source for the next pass, no timer due, no result to return, no libev library
-    /// whose callbacks a poll runs, not a run that services the main queue. The sleep ends at
-    /// once for whatever the poll would have found (a wake-up, a ready source, a stop), and one
-    /// system call or more is saved.
+    /// whose callbacks a poll runs. The sleep ends at once for whatever the poll would have found
+    /// (a wake-up, a ready source, a stop, main-queue work: with no observer of the wait the next
+    /// pass makes no shortcut look, see observesWaiting), and one system call or more is saved.
     @inline(never)  // once per handled source: kept out of the pass, whose registers every run pays for
     private func mergesPollIntoNextSleep<Waiter: LoopWaiter>(
         _ run: RunContext, _ view: inout PassView, _ stopsSeen: UInt64, _ waiter: Waiter
     ) -> Bool {
         let stepsBetween: Activity = [.beforeWaiting, .afterWaiting, .beforeTimers, .beforeSources]
-        guard !run.pollOnly, !run.returnAfterSourceHandled, !run.servicesMainQueue,
+        guard !run.pollOnly, !run.returnAfterSourceHandled,
               observedActivities.load(ordering: .relaxed) & stepsBetween.rawValue == 0,
               !hasHint(Hint.signalledSources | (run.mode == .default ? Hint.defaultBlocks : Hint.blocks)),
               signalInbox.isEmpty, stopRequests.load(ordering: .acquiring) == stopsSeen
