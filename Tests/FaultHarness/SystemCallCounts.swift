@@ -515,8 +515,10 @@ func mainLoopHandledSourcesSystemCalls() {
     let ran = mainQueueWork.value
     guard ran == 2 * cycles / 10 else { fail("\(ran) of \(2 * cycles / 10) main-queue blocks ran") }
     guard unobserved == 0 else { fail("\(unobserved) looks at the main queue for \(cycles) cycles with no observer of the wait (none expected)") }
-    // One sleep a cycle, and the last one's before the stop.
-    guard sleeps <= cycles + 1 else { fail("\(sleeps) epoll_wait for \(cycles) cycles with no observer (at most \(cycles + 1))") }
+    // One sleep a cycle, the last one's before the stop, and up to two for each main-queue
+    // block, which may wake the loop by itself and end a cycle's merged sleep early.
+    let sleepLimit = cycles + 1 + 2 * (cycles / 10)
+    guard sleeps <= sleepLimit else { fail("\(sleeps) epoll_wait for \(cycles) cycles with no observer (at most \(sleepLimit))") }
     guard observed >= cycles else { fail("\(observed) looks at the main queue for \(cycles) cycles with a BeforeWaiting observer (CF makes one per iteration after the first)") }
     print("main loop, \(cycles) handled sources: \(unobserved) looks at the main queue and \(sleeps) epoll_wait unobserved, \(observed) looks observed")
 }
