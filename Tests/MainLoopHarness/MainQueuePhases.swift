@@ -122,7 +122,10 @@ private struct MainLoopDriver: Sendable {
         switch engine {
         case .cf:
             let box = Unmanaged.passRetained(TimerBody(body))
-            var context = CFRunLoopTimerContext(version: 0, info: box.toOpaque(), retain: nil, release: nil, copyDescription: nil)
+            // CF releases the box when it frees the timer, after its one fire.
+            var context = CFRunLoopTimerContext(version: 0, info: box.toOpaque(), retain: nil, release: { info in
+                Unmanaged<TimerBody>.fromOpaque(info!).release()
+            }, copyDescription: nil)
             let timer = CFRunLoopTimerCreate(nil, CFAbsoluteTimeGetCurrent() - 1, 0, 0, 0, { _, info in
                 Unmanaged<TimerBody>.fromOpaque(info!).takeUnretainedValue().body()
             }, &context).takeRetainedValue()
@@ -133,7 +136,7 @@ private struct MainLoopDriver: Sendable {
     }
 }
 
-/// A CF timer's callout body (its context's info; kept for the life of the process).
+/// A CF timer's callout body (its context's info, released with the timer).
 private final class TimerBody: Sendable {
     let body: @Sendable () -> Void
     init(_ body: @escaping @Sendable () -> Void) { self.body = body }

@@ -16,7 +16,7 @@ struct DescriptorEntry {
     /// `EPERM` from epoll: not in the kernel set, ready at once.
     var alwaysReady = false
     /// Bit `i`: the readiness of `watchers[i]` was handed on and not yet taken for its handler
-    /// (see ``DescriptorSet/taken(token:fd:)``), so a report for it meanwhile tells the loop
+    /// (see ``DescriptorSet/taken(token:fd:verify:)``), so a report for it meanwhile tells the loop
     /// nothing new. Only the first 32 watchers have a bit; the others are always told.
     var pending: UInt32 = 0
     /// Bit `i`: `watchers[i]` is parked (see ``DescriptorSet/park(token:fd:)``). Only the first
