@@ -25,6 +25,11 @@ extension EvBackend {
 
     /// Whether the main queue signalled work, leaving the signal to ``takeMainQueueSignal()``.
     /// Never blocks.
+    ///
+    /// A look, not a wait: `poll` with a zero timeout on libdispatch's eventfd. libev can only
+    /// look by entering `ev_run`, which would also report (and run the callbacks of) the loop's
+    /// other watchers in the middle of a pass, where CF's shortcut looks at the main queue alone.
+    /// Made only while an observer of the wait could tell the shortcut from the sleep.
     func peekMainQueueSignal() -> Bool {
         var entry = pollfd(fd: _dispatch_get_main_queue_handle_4CF(), events: Int16(POLLIN), revents: 0)
         return retryingEINTR { Int32(systemPoll(&entry, 1, 0)) } == 1
@@ -65,7 +70,7 @@ extension EvBackend {
     }
 }
 
-/// poll(2), which EvBackend's own `poll()` hides inside its methods.
+/// poll(2), for the main queue's look; inside EvBackend the name is its own non-blocking pass.
 private func systemPoll(_ entries: UnsafeMutablePointer<pollfd>, _ count: nfds_t, _ timeout: Int32) -> Int32 {
     poll(entries, count, timeout)
 }
