@@ -6,11 +6,12 @@ import TestSupport
 /// `waitUntilStopped()` of a loop, a worker and a group returns when its task is cancelled, and
 /// leaves nothing waiting behind; the async `stop()`s still wait for the teardown when cancelled.
 @Suite struct StopWaitCancellationTests {
-    /// A loop thread that runs its default mode until a block stops it.
+    /// A loop thread that runs its default mode until a block stops it. A run's timeout alone
+    /// would not do: a wait these tests start may first get a thread of the shared pool after it.
     private func runningLoop() -> (loop: EvRunLoop, finished: Latch) {
         startLoopThread { loop in
             loop.add(keepAliveTimer(), forMode: .default)
-            _ = loop.run(mode: .default, timeout: .seconds(60))
+            while loop.run(mode: .default, timeout: .seconds(60)) == .timedOut {}
         }
     }
 
