@@ -239,4 +239,42 @@ import Testing
             portPerformed(1), returned("timedOut"), portPerformed(1), returned("timedOut"), returned("timedOut"),
         ])
     }
+
+    /// The wait takes the port it woke for before the AfterWaiting observers (CF's wait reads
+    /// it): a run nested in one of them does not handle it, the iteration does once they return.
+    /// (The guard's stop, made before the wait, ends the outer run after it.)
+    @Test func R38_aRunNestedInAfterWaitingLeavesThePortTheWaitTookToItsIteration() {
+        expectBothRunLoops([
+            .addObserver(9, activities: Activity.all, order: 1, repeats: true, modes: ["default"]),
+            .addObserver(8, activities: Activity.afterWaiting, order: 0, repeats: false, modes: ["default"]),
+            .addPortSource(1, order: 0, modes: ["default"]),
+            .addTimer(3, .future, interval: 0, modes: ["default"]),
+            .onCallout(8, [.run("default", .zero, returnAfterSourceHandled: true)]),
+            .makeReady(1),
+            .run("default", .guarded, returnAfterSourceHandled: false),
+        ], trace: observed(9, [Activity.entry, Activity.beforeTimers, Activity.beforeSources, Activity.beforeWaiting]) + [
+            observed(8, Activity.afterWaiting),
+        ] + observed(9, [Activity.entry, Activity.beforeTimers, Activity.beforeSources, Activity.exit]) + [
+            returned("timedOut", depth: 2), observed(9, Activity.afterWaiting), portPerformed(1), observed(9, Activity.exit),
+            returned("stopped"),
+        ])
+    }
+
+    /// The same with a run of another of the port's modes nested there: it does not see the port.
+    @Test func R38_aRunOfAnotherModeNestedInAfterWaitingDoesNotHandleThePortTheWaitTook() {
+        expectBothRunLoops([
+            .addObserver(9, activities: Activity.all, order: 1, repeats: true, modes: ["default", "A"]),
+            .addObserver(8, activities: Activity.afterWaiting, order: 0, repeats: false, modes: ["default"]),
+            .addPortSource(1, order: 0, modes: ["default", "A"]),
+            .addTimer(3, .future, interval: 0, modes: ["default"]),
+            .onCallout(8, [.run("A", .zero, returnAfterSourceHandled: true)]),
+            .makeReady(1),
+            .run("default", .guarded, returnAfterSourceHandled: false),
+        ], trace: observed(9, [Activity.entry, Activity.beforeTimers, Activity.beforeSources, Activity.beforeWaiting]) + [
+            observed(8, Activity.afterWaiting),
+        ] + observed(9, [Activity.entry, Activity.beforeTimers, Activity.beforeSources, Activity.exit], in: "A") + [
+            returned("timedOut", "A", depth: 2), observed(9, Activity.afterWaiting), portPerformed(1), observed(9, Activity.exit),
+            returned("stopped"),
+        ])
+    }
 }

@@ -105,7 +105,12 @@ extension EvRunLoop {
             } else {
                 if !poll { notifyObservers(.beforeWaiting, run) }
                 mainQueueSignalled = sleep(run, poll: poll, merged: merged, &view, waiter)
-                if !poll { notifyObservers(.afterWaiting, run) }
+                if !poll && observes(.afterWaiting) {
+                    // C70: the source the wait woke for is this iteration's; a run nested in an
+                    // AfterWaiting observer leaves it alone.
+                    if !mainQueueSignalled { holdOneVersion1Source(run) }
+                    notifyObservers(.afterWaiting, run)
+                }
             }
             if refreshed(&view, run).hasTimers {
                 let now = waiter.now()
@@ -132,7 +137,13 @@ extension EvRunLoop {
     /// one the shortcut's look, a system call in every iteration after a handled source, is saved.
     @inline(__always)
     private func observesWaiting() -> Bool {
-        observedActivities.load(ordering: .relaxed) & (Activity.beforeWaiting.rawValue | Activity.afterWaiting.rawValue) != 0
+        observes([.beforeWaiting, .afterWaiting])
+    }
+
+    /// Whether an observer of any of `activities` is in the loop, in any mode.
+    @inline(__always)
+    private func observes(_ activities: Activity) -> Bool {
+        observedActivities.load(ordering: .relaxed) & activities.rawValue != 0
     }
 
     /// R60: drains libdispatch's main queue; a run nested in one of its blocks leaves it alone.

@@ -257,39 +257,57 @@ extension EvRunLoop {
     }
 
     /// R38: handles at most one ready version-1 source of `mode`, the one ready longest (the
-    /// loop's ``EvLibevSource``s count as one, see EvRunLoop+LibevSources.swift).
-    @inline(__always)  // twice a pass: the usual answer, none ready, is one load
+    /// loop's ``EvLibevSource``s count as one, see EvRunLoop+LibevSources.swift), or the one the
+    /// iteration holds (``holdOneVersion1Source(_:)``).
+    @inline(__always)  // the usual answer, none ready, is one load
     func handleOneVersion1Source(_ run: RunContext) -> Bool {
         hasHint(Hint.readySource1s) && handleReadyVersion1Source(run)
+    }
+
+    /// C70: where an AfterWaiting observer could run the loop nested, the iteration takes the
+    /// source it will handle as soon as its wait returns, as CF's wait reads the port it woke
+    /// for, and a nested run leaves that one alone. The libev libraries' readiness is left to
+    /// R20.11. A held source still counts as ready, so R20.11 looks for it.
+    @inline(__always)
+    func holdOneVersion1Source(_ run: RunContext) {
+        if hasHint(Hint.readySource1s) { holdReadyVersion1Source(run) }
+    }
+
+    @inline(never)
+    private func holdReadyVersion1Source(_ run: RunContext) {
+        let queue = run.modeState
+        state.withLock { state in
+            if libevSourcesReady(in: queue.mode, &state) {
+                let first = queue.readySources.first { isReady($0, $1, in: queue.mode) }
+                if state.libevReadySequence < first?.sequence ?? .max { return }
+            }
+            guard let taken = takeFrontReadySource(queue, noting: false, &state) else { return }
+            state.runs[run.frame].heldSource1 = HeldSource1(taken)
+        }
     }
 
     @inline(never)
     private func handleReadyVersion1Source(_ run: RunContext) -> Bool {
         let mode = run.mode
         let queue = run.modeState
-        let picked: (EvSource1Core, Int32, token: Int, stamp: UInt64)?? = state.withLock { state in
-            if libevSourcesReady(in: mode, &state), takesLibevReadinessFirst(queue, &state) { return .some(nil) }
-            // The front entry, if live, is taken under the same hold of its source's lock that
-            // finds it live; stale ones before it are dropped (as first(isLive:) does).
-            while let entry = queue.readySources.front {
-                let taken: (events: Int32, stamp: UInt64, token: Int)? = entry.core.state.withLock { sourceState in
-                    guard isReady(sourceState, entry.sequence, in: mode) else { return nil }
-                    defer { sourceState.pendingEvents = 0 }
-                    return (sourceState.pendingEvents, sourceState.readyStamp, sourceState.readyToken)
-                }
-                queue.readySources.removeFirst()
-                guard let taken else { continue }
+        let picked: TakenSource1?? = state.withLock { state in
+            if let held = state.runs[run.frame].heldSource1 {
+                state.runs[run.frame].heldSource1 = nil
+                let taken = held.take()
                 noteReadinessTaken(&state)
-                return (entry.core, taken.events, taken.token, taken.stamp)
+                guard isStillHere(taken, in: mode, &state) else { return .none }
+                return .some(taken)
             }
-            return nil
+            if libevSourcesReady(in: mode, &state), takesLibevReadinessFirst(queue, &state) { return .some(nil) }
+            guard let taken = takeFrontReadySource(queue, noting: true, &state) else { return .none }
+            return .some(taken)
         }
         guard let picked else { return false }
         guard let (core, readiness, token, stamp) = picked else {
             Callout.libevSource(on: self)
             return true
         }
-        // Taken now, before the callout: readiness that comes while it runs (a nested run, say)
+        // Taken before the callout: readiness that comes while it runs (a nested run, say)
         // is new, and reported. Code that ran since it came may have closed the descriptor and
         // reused its number: then the handler gets the error alone, never the new file's turn.
         var events = readiness
@@ -301,6 +319,44 @@ extension EvRunLoop {
             _ = state.withLock { state in markReady(core, events: events, &state) }  // awake: no wake-up
         }
         return true
+    }
+
+    /// The front live entry of `queue`, its readiness taken under the same hold of its source's
+    /// lock that finds it live; stale entries before it are dropped (as first(isLive:) does).
+    /// `noting`: the loop's count of ready sources goes down now. Loop's lock held.
+    @inline(__always)  // the usual path's, in one piece with its caller's lock
+    private func takeFrontReadySource(_ queue: ModeState, noting: Bool, _ state: inout LoopState) -> TakenSource1? {
+        let mode = queue.mode
+        while let entry = queue.readySources.front {
+            let taken: (events: Int32, stamp: UInt64, token: Int)? = entry.core.state.withLock { sourceState in
+                guard isReady(sourceState, entry.sequence, in: mode) else { return nil }
+                defer { sourceState.pendingEvents = 0 }
+                return (sourceState.pendingEvents, sourceState.readyStamp, sourceState.readyToken)
+            }
+            queue.readySources.removeFirst()
+            guard let taken else { continue }
+            if noting { noteReadinessTaken(&state) }
+            return (entry.core, taken.events, taken.token, taken.stamp)
+        }
+        return nil
+    }
+
+    /// Whether the source an iteration held is still valid, in this loop and in `mode`; if not,
+    /// its readiness waits again for a run of one of its modes (R37). Loop's lock held.
+    private func isStillHere(_ held: TakenSource1, in mode: Mode, _ state: inout LoopState) -> Bool {
+        held.core.state.withLock { sourceState in
+            if sourceState.isValid && sourceState.loop === self && sourceState.modes.contains(mode) { return true }
+            if sourceState.isValid && sourceState.loop === self {
+                let wasReady = sourceState.pendingEvents != 0
+                markReady(held.core, events: held.events, token: held.token, &state, &sourceState)
+                if !wasReady { sourceState.readyStamp = held.stamp }
+            } else {
+                // Gone: its resting entry is re-armed at the next sync, as for readiness that finds it gone.
+                state.watches.droppedReadiness = true
+                if held.events & ReadinessBits.failed != 0 { forgetFailedWatcher(held.core, &state) }
+            }
+            return false
+        }
     }
 }
 

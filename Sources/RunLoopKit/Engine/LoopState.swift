@@ -99,6 +99,8 @@ struct RunFrame {
     /// Only a wait of the library's own stopped the run (``EvRunLoop/stopInnermostRun(quietly:)``):
     /// its `stopped` is no stop to the tasks in ``EvRunLoop/waitUntilStopped()``.
     var isStoppedQuietly = false
+    /// The source the iteration took as its wait returned, for its R20.11 (C70).
+    var heldSource1: HeldSource1?
 }
 
 /// The contents of one mode that a run needs.
