@@ -230,6 +230,19 @@ import Testing
                 .containment(2, mode: "common", contained: true)],
             runLoopKit: [scheduled(1), cancelled(1), .containment(1, mode: "common", contained: false),
                 .containment(2, mode: "common", contained: false)])
+        case .portTakenOutAfterTheWaitKeepsItsReadiness:
+            // The wait returns for port 1; an AfterWaiting observer takes it out of default. CF
+            // has read it and performs nothing, then or in A; RunLoopKit handles it in A.
+            return Demonstration(program: [
+                .addObserver(8, activities: Activity.afterWaiting, order: 0, repeats: false, modes: ["default"]),
+                .addPortSource(1, order: 0, modes: ["default", "A"]),
+                .addTimer(3, .future, interval: 0, modes: ["default"]),
+                .onCallout(8, [.remove(1, mode: "default")]),
+                .makeReady(1),
+                .run("default", .guarded, returnAfterSourceHandled: false),
+                .run("A", .zero, returnAfterSourceHandled: false),
+            ], cf: [observed(8, Activity.afterWaiting), returned("stopped"), returned("timedOut", "A")],
+            runLoopKit: [observed(8, Activity.afterWaiting), returned("stopped"), portPerformed(1, in: "A"), returned("timedOut", "A")])
         case .sourceInOneLoopOnly, .runningCommonStops, .blockForNoModeStops, .runningAnotherThreadsLoopStops,
             .negativeIntervalStops, .intervalUnderANanosecondIsOne, .pollNeverWaits, .itemInSecondLoopStops, .toleranceHonoured, .commonItemsInHashOrder,
             .timersInAHeap, .fixedDescriptorsPerLoop, .timeoutInTheWait, .runReturnsWhenStopped, .publicWakeUpObserversAndSources,

@@ -159,6 +159,12 @@ enum KnownDifference: String, CaseIterable, Sendable {
     /// RunLoopKit's invalidation forgets it (R36, R45). Generator: no source or observer is both
     /// invalidated (one-shot observers count as invalidated) and asked about with the pseudo-mode.
     case invalidatedItemIsNoCommonItem
+    /// C70: CF's wait reads the ready port's descriptor before AfterWaiting; a callout there that
+    /// takes the port out of the running mode leaves CF's iteration nothing to perform, and the
+    /// readiness is gone, read by the wait. RunLoopKit puts it back: it is handled when one of
+    /// the port's modes next runs (R37, R38). Generator: no AfterWaiting observer's script removes
+    /// a port source.
+    case portTakenOutAfterTheWaitKeepsItsReadiness
 
     /// The entry's short title, the same in the README's table of differences (and in every
     /// other document listed in `DifferenceListTests.listings`).
@@ -194,6 +200,7 @@ enum KnownDifference: String, CaseIterable, Sendable {
         case .stoppedRunSleepsAfterANestedRunTookItsWakeUp: "A stopped run never sleeps"
         case .blockListDetached: "A run nested in a block sees the pending blocks"
         case .invalidatedItemIsNoCommonItem: "An invalidated item is no common item"
+        case .portTakenOutAfterTheWaitKeepsItsReadiness: "A port taken out of the running mode after the wait keeps its readiness"
         }
     }
 
@@ -229,6 +236,7 @@ enum KnownDifference: String, CaseIterable, Sendable {
         case .stoppedRunSleepsAfterANestedRunTookItsWakeUp: "CF bug: a stopped run sleeps if a nested run took the stop's wake-up"
         case .blockListDetached: "CF artifact: a run nested in a block does not see pending blocks"
         case .invalidatedItemIsNoCommonItem: "CF artifact: a source or observer invalidated while in no mode stays a common item"
+        case .portTakenOutAfterTheWaitKeepsItsReadiness: "CF bug: a port taken out of the running mode after the wait read it loses its readiness"
         case .readyVersion1SourcesUnwatchedInNoFixedOrder:
             "R37, RunLoopKit on purpose: version-1 sources that became ready while unwatched are handled in no fixed order"
         }
@@ -253,6 +261,7 @@ extension KnownDifference {
         var runsInASource = false, runsInABlock = false
         var askedAsCommon: Set<Int> = [], invalidated: Set<Int> = []
         var quickTimers: Set<Int> = [], dueDated: Set<Int> = []
+        var scriptRemovesPort = false, afterWaitingObservers: Set<Int> = []
 
         func dated(_ date: FireDate, _ id: Int) {
             if date != .future {
@@ -301,8 +310,9 @@ extension KnownDifference {
             case .makeReady(let id):
                 makesPortsReady = true
                 readiedPorts.insert(id)
-            case .addObserver(let id, _, let order, let repeats, _):
+            case .addObserver(let id, let activities, let order, let repeats, _):
                 kinds[id] = .observer
+                if activities & Activity.afterWaiting != 0 { afterWaitingObservers.insert(id) }
                 if !repeats { invalidated.insert(id) }  // after its first callout
                 if let other = observerOrders[order], other != id { risked.insert(.commonItemsInHashOrder) }
                 observerOrders[order] = id
@@ -352,6 +362,10 @@ extension KnownDifference {
                 for scripted in script { visit(scripted, owner: kinds[id], ownerID: id, topLevel: false) }
             case .remove(let id, _):
                 if !topLevel, kinds[id] == .timer { scriptRemovesTimer = true }
+                // An AfterWaiting observer's script; it may name a port made after it was attached.
+                if !topLevel, let ownerID, afterWaitingObservers.contains(ownerID), kinds[id] == .portSource || kinds[id] == nil {
+                    scriptRemovesPort = true
+                }
                 if nearTimers.contains(id) { removesNearTimer = true }
             case .contains(let id, let mode):
                 if mode == "common" { askedAsCommon.insert(id) }
@@ -379,6 +393,7 @@ extension KnownDifference {
             }
         }
         if hasDueTimers && scriptRemovesTimer { risked.insert(.timerRemovedFromRunningModeStillFires) }
+        if makesPortsReady && scriptRemovesPort { risked.insert(.portTakenOutAfterTheWaitKeepsItsReadiness) }
         // A nested run can perform another collected source, or miss another pending block,
         // only if there is one.
         if runsInASource && kinds.values.count(where: { $0 == .source }) > 1 { risked.insert(.lostHandledSource) }
