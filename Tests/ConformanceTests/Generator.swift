@@ -50,6 +50,9 @@ struct ProgramGenerator {
     private var portModes: [Int: Set<String>] = [:]
     private var readiedPorts: Set<Int> = []
     private var observers: [Int] = []
+    /// Observers of AfterWaiting: their scripts remove no port
+    /// (`KnownDifference.portTakenOutAfterTheWaitKeepsItsReadiness`).
+    private var afterWaitingObservers: Set<Int> = []
     private var blocks: [Int] = []
     /// Every mode each timer was ever put in: a timer that moves itself stays in one mode
     /// (`KnownDifference.timerRedatedWhileFiringNotArmedInOtherModes`).
@@ -223,6 +226,7 @@ struct ProgramGenerator {
                 let id = newID(), modes = modes()
                 observers.append(id)
                 let activities = activities(), order = uniqueObserverOrder(), repeats = chance(80)
+                if activities & Activity.afterWaiting != 0 { afterWaitingObservers.insert(id) }
                 // A one-shot observer invalidates itself after its callout (invalidatedItemIsNoCommonItem).
                 if !repeats { _ = queries.mayInvalidate(id, isTimer: false) }
                 return .addObserver(id, activities: activities, order: order, repeats: repeats, modes: modes)
@@ -241,6 +245,7 @@ struct ProgramGenerator {
             case 29..<34:
                 guard let id = anyItem() else { continue }
                 if world == .timers, depth > 0, timers.contains(id) { continue }  // timerRemovedFromRunningModeStillFires
+                if let ownerID, afterWaitingObservers.contains(ownerID), ports.contains(id) { continue }  // portTakenOutAfterTheWaitKeepsItsReadiness
                 return .remove(id, mode: Self.itemModes.randomElement(using: &rng)!)
             case 34..<37:
                 guard let id = anyItem() else { continue }
