@@ -52,3 +52,74 @@ import TestSupport
         #expect(received.all.isEmpty)
     }
 }
+
+/// C70 with a descriptor source: the held readiness is the descriptor's resting entry, which
+/// nothing re-arms while the iteration holds it.
+@Suite struct HeldDescriptorReadinessTests {
+    private static let other = EvRunLoop.Mode("other")
+
+    /// A run nested in the AfterWaiting observer, in the same mode, sleeps: the held descriptor
+    /// is not handled there (it times out), and the outer iteration handles it once.
+    @Test func aRunNestedInAfterWaitingInTheSameModeLeavesTheHeldDescriptorAlone() throws {
+        let pipe = DescriptorPipe()
+        defer { pipe.close() }
+        _ = fcntl(pipe.readEnd, F_SETFL, fcntl(pipe.readEnd, F_GETFL) | O_NONBLOCK)
+        let log = EventLog<String>()
+        let source = try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { readiness in
+            var byte: UInt8 = 0
+            let got = read(pipe.readEnd, &byte, 1)
+            log.append(readiness.contains(.readable) ? (got == 1 ? "read" : "readable, nothing to read") : "other")
+        }
+        let (outer, nested, after) = onLoopThread { loop -> (EvRunLoop.RunResult, EvRunLoop.RunResult?, EvRunLoop.RunResult) in
+            loop.add(source, forMode: .default)
+            loop.add(keepAliveTimer(), forMode: .default)
+            let nested = TestLocked<EvRunLoop.RunResult?>(nil)
+            loop.add(EvObserver(activities: .afterWaiting, repeats: false) { _, _ in
+                log.append("nested begins")
+                nested.withLock { $0 = loop.run(mode: .default, timeout: .milliseconds(100), returnAfterSourceHandled: true) }
+                log.append("nested ends")
+            }, forMode: .default)
+            pipe.write()
+            let outer = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            let after = loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true)
+            return (outer, nested.withLock { $0 }, after)
+        }
+        #expect(nested == .timedOut)
+        #expect(outer == .handledSource)
+        #expect(after == .timedOut)
+        #expect(log.all == ["nested begins", "nested ends", "read"])
+        source.invalidate()
+    }
+
+    /// The same with the nested run in a mode without the descriptor: its sleep must not have the
+    /// held entry report again, which would hand the outer loop a second readiness for one byte.
+    @Test func aRunNestedInAfterWaitingInAnotherModeLeavesOneReadinessForOneByte() throws {
+        let pipe = DescriptorPipe()
+        defer { pipe.close() }
+        _ = fcntl(pipe.readEnd, F_SETFL, fcntl(pipe.readEnd, F_GETFL) | O_NONBLOCK)
+        let log = EventLog<String>()
+        let source = try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { readiness in
+            var byte: UInt8 = 0
+            let got = read(pipe.readEnd, &byte, 1)
+            log.append(readiness.contains(.readable) ? (got == 1 ? "read" : "readable, nothing to read") : "other")
+        }
+        let (outer, nested, after) = onLoopThread { loop -> (EvRunLoop.RunResult, EvRunLoop.RunResult?, EvRunLoop.RunResult) in
+            loop.add(source, forMode: .default)
+            loop.add(keepAliveTimer(), forMode: .default)
+            loop.add(keepAliveTimer(), forMode: Self.other)
+            let nested = TestLocked<EvRunLoop.RunResult?>(nil)
+            loop.add(EvObserver(activities: .afterWaiting, repeats: false) { _, _ in
+                nested.withLock { $0 = loop.run(mode: Self.other, timeout: .milliseconds(50)) }
+            }, forMode: .default)
+            pipe.write()
+            let outer = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            let after = loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true)
+            return (outer, nested.withLock { $0 }, after)
+        }
+        #expect(nested == .timedOut)
+        #expect(outer == .handledSource)
+        #expect(after == .timedOut)
+        #expect(log.all == ["read"])
+        source.invalidate()
+    }
+}
