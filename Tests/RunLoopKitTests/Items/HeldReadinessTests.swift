@@ -123,3 +123,63 @@ import TestSupport
         source.invalidate()
     }
 }
+
+/// C70 and the descriptor's number reuse, and R38's order with held readiness.
+@Suite struct HeldDescriptorReuseAndOrderTests {
+    /// The AfterWaiting observer closes the held descriptor and puts a new pipe, with data, under
+    /// its number: the handler gets the error alone, never the new file's byte.
+    @Test func aHeldDescriptorClosedAndReusedInAfterWaitingIsReportedFailed() throws {
+        let number = reservedDescriptorNumber(40)
+        let first = DescriptorPipe(readEndAt: number)
+        let events = EventLog<EvFileDescriptorSource.Readiness>()
+        let stolen = EventLog<UInt8>()
+        let source = try EvFileDescriptorSource(fileDescriptor: number, events: .readable, handler: carelessReader(of: number, events, stolen))
+        let second = TestLocked<DescriptorPipe?>(nil)
+        let result = onLoopThread { loop -> EvRunLoop.RunResult in
+            loop.add(source, forMode: .default)
+            loop.add(keepAliveTimer(), forMode: .default)
+            loop.add(EvObserver(activities: .afterWaiting, repeats: false) { _, _ in
+                close(first.readEnd)
+                let reused = DescriptorPipe(readEndAt: number)
+                reused.write(9)
+                second.withLock { $0 = reused }
+            }, forMode: .default)
+            first.write(1)
+            return loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+        }
+        #expect(result == .handledSource)
+        #expect(events.all == [.error])
+        #expect(stolen.all.isEmpty)
+        source.invalidate()
+        close(first.writeEnd)
+        second.withLock { $0?.close() }
+    }
+
+    /// Three descriptors made ready in turn once watched, a repeating AfterWaiting observer: each handled
+    /// once, in the order they became ready, one per iteration.
+    @Test func severalReadyDescriptorsWithAnAfterWaitingObserverAreHandledOnceInOrder() throws {
+        let pipes = (0..<3).map { _ in DescriptorPipe() }
+        defer { for pipe in pipes { pipe.close() } }
+        let log = EventLog<Int>()
+        let sources = try pipes.enumerated().map { index, pipe in
+            try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { _ in
+                pipe.readByte()
+                log.append(index)
+            }
+        }
+        let results = onLoopThread { loop -> [EvRunLoop.RunResult] in
+            for source in sources { loop.add(source, forMode: .default) }
+            loop.add(keepAliveTimer(), forMode: .default)
+            loop.add(EvObserver(activities: .afterWaiting, repeats: true) { _, _ in }, forMode: .default)
+            // A poll puts the watches in the kernel; written then, they become ready in this order.
+            var results = [loop.run(mode: .default, timeout: .zero)]
+            for pipe in pipes { pipe.write() }
+            for _ in 0..<3 { results.append(loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)) }
+            results.append(loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true))
+            return results
+        }
+        #expect(results == [.timedOut, .handledSource, .handledSource, .handledSource, .timedOut])
+        #expect(log.all == [0, 1, 2])
+        for source in sources { source.invalidate() }
+    }
+}
