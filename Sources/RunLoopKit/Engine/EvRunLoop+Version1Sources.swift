@@ -222,7 +222,7 @@ extension EvRunLoop {
     @inline(__always)
     private func isReady(_ sourceState: borrowing Source1State, _ sequence: UInt64, in mode: Mode) -> Bool {
         sourceState.loop === self && sourceState.pendingEvents != 0 && sourceState.readySequence == sequence
-            && sourceState.modes.contains(mode)
+            && !sourceState.isHeld && sourceState.modes.contains(mode)
     }
 
     /// Whether the libev libraries' readiness came before the mode's ready sources' (R38): then
@@ -264,10 +264,11 @@ extension EvRunLoop {
         hasHint(Hint.readySource1s) && handleReadyVersion1Source(run)
     }
 
-    /// C70: where an AfterWaiting observer could run the loop nested, the iteration takes the
+    /// C70: where an AfterWaiting observer could run the loop nested, the iteration holds the
     /// source it will handle as soon as its wait returns, as CF's wait reads the port it woke
-    /// for, and a nested run leaves that one alone. The libev libraries' readiness is left to
-    /// R20.11. A held source still counts as ready, so R20.11 looks for it.
+    /// for, and a nested run leaves that one alone. Its readiness stays with it, so a report of
+    /// the same readiness meanwhile is no new one. The libev libraries' readiness is left to
+    /// R20.11.
     @inline(__always)
     func holdOneVersion1Source(_ run: RunContext) {
         if hasHint(Hint.readySource1s) { holdReadyVersion1Source(run) }
@@ -281,8 +282,19 @@ extension EvRunLoop {
                 let first = queue.readySources.first { isReady($0, $1, in: queue.mode) }
                 if state.libevReadySequence < first?.sequence ?? .max { return }
             }
-            guard let taken = takeFrontReadySource(queue, noting: false, &state) else { return }
-            state.runs[run.frame].heldSource1 = HeldSource1(taken)
+            let mode = queue.mode
+            while let entry = queue.readySources.front {
+                let heldToken: Int? = entry.core.state.withLock { sourceState in
+                    guard isReady(sourceState, entry.sequence, in: mode) else { return nil }
+                    sourceState.isHeld = true
+                    return sourceState.readyToken
+                }
+                queue.readySources.removeFirst()
+                guard let heldToken else { continue }
+                state.runs[run.frame].heldSource1 = HeldSource1(entry.core)
+                if heldToken != 0 { waiter.holdReadiness(heldToken) }
+                return
+            }
         }
     }
 
@@ -293,13 +305,11 @@ extension EvRunLoop {
         let picked: TakenSource1?? = state.withLock { state in
             if let held = state.runs[run.frame].heldSource1 {
                 state.runs[run.frame].heldSource1 = nil
-                let taken = held.take()
-                noteReadinessTaken(&state)
-                guard isStillHere(taken, in: mode, &state) else { return .none }
+                guard let taken = takeHeld(held.take(), in: mode, &state) else { return .none }
                 return .some(taken)
             }
             if libevSourcesReady(in: mode, &state), takesLibevReadinessFirst(queue, &state) { return .some(nil) }
-            guard let taken = takeFrontReadySource(queue, noting: true, &state) else { return .none }
+            guard let taken = takeFrontReadySource(queue, &state) else { return .none }
             return .some(taken)
         }
         guard let picked else { return false }
@@ -323,9 +333,9 @@ extension EvRunLoop {
 
     /// The front live entry of `queue`, its readiness taken under the same hold of its source's
     /// lock that finds it live; stale entries before it are dropped (as first(isLive:) does).
-    /// `noting`: the loop's count of ready sources goes down now. Loop's lock held.
+    /// Loop's lock held.
     @inline(__always)  // the usual path's, in one piece with its caller's lock
-    private func takeFrontReadySource(_ queue: ModeState, noting: Bool, _ state: inout LoopState) -> TakenSource1? {
+    private func takeFrontReadySource(_ queue: ModeState, _ state: inout LoopState) -> TakenSource1? {
         let mode = queue.mode
         while let entry = queue.readySources.front {
             let taken: (events: Int32, stamp: UInt64, token: Int)? = entry.core.state.withLock { sourceState in
@@ -335,28 +345,32 @@ extension EvRunLoop {
             }
             queue.readySources.removeFirst()
             guard let taken else { continue }
-            if noting { noteReadinessTaken(&state) }
+            noteReadinessTaken(&state)
             return (entry.core, taken.events, taken.token, taken.stamp)
         }
         return nil
     }
 
-    /// Whether the source an iteration held is still valid, in this loop and in `mode`; if not,
-    /// its readiness waits again for a run of one of its modes (R37). Loop's lock held.
-    private func isStillHere(_ held: TakenSource1, in mode: Mode, _ state: inout LoopState) -> Bool {
-        held.core.state.withLock { sourceState in
-            if sourceState.isValid && sourceState.loop === self && sourceState.modes.contains(mode) { return true }
-            if sourceState.isValid && sourceState.loop === self {
-                let wasReady = sourceState.pendingEvents != 0
-                markReady(held.core, events: held.events, token: held.token, &state, &sourceState)
-                if !wasReady { sourceState.readyStamp = held.stamp }
-            } else {
-                // Gone: its resting entry is re-armed at the next sync, as for readiness that finds it gone.
-                state.watches.droppedReadiness = true
-                if held.events & ReadinessBits.failed != 0 { forgetFailedWatcher(held.core, &state) }
+    /// The readiness of the source the iteration held, taken if the source is still in this
+    /// loop and in `mode`. One that left the running mode for others of its own goes back into
+    /// their queues, to be handled when one of them runs (R37); one that left the loop took its
+    /// readiness along. Loop's lock held.
+    private func takeHeld(_ core: EvSource1Core, in mode: Mode, _ state: inout LoopState) -> TakenSource1? {
+        let taken: (events: Int32, stamp: UInt64, token: Int)? = core.state.withLock { sourceState in
+            sourceState.isHeld = false
+            guard sourceState.isValid, sourceState.loop === self, sourceState.pendingEvents != 0 else { return nil }
+            guard sourceState.modes.contains(mode) else {
+                for other in sourceState.modes {
+                    if let modeState = state.existingModeState(other) { enqueueReady(core, sourceState.readySequence, in: modeState, &state) }
+                }
+                return nil
             }
-            return false
+            defer { sourceState.pendingEvents = 0 }
+            return (sourceState.pendingEvents, sourceState.readyStamp, sourceState.readyToken)
         }
+        guard let taken else { return nil }
+        noteReadinessTaken(&state)
+        return (core, taken.events, taken.token, taken.stamp)
     }
 }
 

@@ -2,24 +2,18 @@
 /// taker binds its parts without copying the reference.
 typealias TakenSource1 = (core: EvSource1Core, events: Int32, token: Int, stamp: UInt64)
 
-/// Readiness an iteration took as its wait returned, kept in its run's frame until its R20.11
-/// (C70). The source's reference is retained by hand, so that a frame stays a plain value that
-/// the run stack copies without reference counting.
+/// The source an iteration holds from its wait to its R20.11 (C70), kept in its run's frame. The
+/// reference is retained by hand, so that a frame stays a plain value that the run stack copies
+/// without reference counting.
 struct HeldSource1 {
     private let core: Unmanaged<EvSource1Core>
-    private let events: Int32
-    private let token: Int
-    private let stamp: UInt64
 
-    init(_ taken: TakenSource1) {
-        core = .passRetained(taken.core)
-        events = taken.events
-        token = taken.token
-        stamp = taken.stamp
+    init(_ core: EvSource1Core) {
+        self.core = .passRetained(core)
     }
 
-    /// The readiness, with the reference; call once.
-    func take() -> TakenSource1 {
-        (core.takeRetainedValue(), events, token, stamp)
+    /// The source, with the reference; call once.
+    func take() -> EvSource1Core {
+        core.takeRetainedValue()
     }
 }

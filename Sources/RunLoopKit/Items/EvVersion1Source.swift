@@ -90,6 +90,9 @@ struct Source1State: ItemMembership, Sendable {
     /// handoff finds the watcher with no lookup. A watcher is removed only after its source left
     /// the loop, which drops the readiness, so the token is the loop's while it is pending.
     var readyToken = 0
+    /// Its readiness is held by the iteration whose wait found it, for that iteration's R20.11
+    /// (C70): no run nested meanwhile handles it.
+    var isHeld = false
 }
 
 /// Failures of version-1 sources.

@@ -28,7 +28,9 @@ struct DescriptorEntry {
     /// every watcher it is for pending is not re-armed: the entry rests, and the kernel,
     /// which would report it at every look until a handler takes it, looks no more.
     var armed = true
-    /// Unarmed for parked watchers alone: it stays so until one of them is watched again.
+    /// Unarmed for parked watchers alone, or for a handler an outer run's iteration holds
+    /// (``DescriptorSet/hold(token:fd:)``): it stays so until one of them is watched again, or
+    /// the handler takes its readiness.
     var restsParked = false
     /// Re-arms checked against the file because the number is in ``DescriptorSet/mayLinger``.
     var lingerChecks: UInt32 = 0

@@ -249,6 +249,17 @@ final class DescriptorSet {
         return (drop(entry, for: fd), false)
     }
 
+    /// The readiness `token`'s watcher of `fd` reported waits for a handler that an outer run's
+    /// iteration holds: the entry, resting, rests on as for parked watchers, so that the sleeps
+    /// of runs nested meanwhile neither re-arm it nor report that readiness again, until
+    /// ``taken(token:fd:verify:)`` re-arms it.
+    func hold(token: Int, fd: Int32) {
+        let slot = Int(fd)
+        guard slot < entries.count, entries[slot] != nil, !entries[slot]!.armed, !entries[slot]!.restsParked else { return }
+        entries[slot]!.restsParked = true
+        restingCount -= 1
+    }
+
     /// Re-arms every resting entry and forgets what was reported: before a sleep, when no
     /// readiness of the running mode's sources waits for a handler, and when a source that left
     /// its modes dropped readiness that waited (it may have joined again meanwhile).

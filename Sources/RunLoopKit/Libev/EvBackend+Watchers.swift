@@ -189,6 +189,11 @@ extension EvBackend {
         return taken.stillNamed
     }
 
+    func holdReadiness(_ token: Int) {
+        guard case .descriptor(let fd, _, _) = watcher(token), let descriptors else { return }
+        descriptors.hold(token: token, fd: fd)
+    }
+
     /// Every resting descriptor entry reports again (see ``DescriptorSet/rearmResting()``).
     func rearmWatchers() {
         guard let descriptors else { return }

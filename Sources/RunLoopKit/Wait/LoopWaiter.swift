@@ -89,6 +89,10 @@ protocol LoopWaiter: AnyObject {
     /// descriptor's number still names the file its source was made for; if not, the watcher
     /// failed and the handler must get the error alone.
     func readinessTaken(_ token: Int, verify: Bool) -> Bool
+    /// The readiness `token`'s watcher reported waits for the handler of an outer run's
+    /// iteration (C70): what stopped reporting for it stays so through the sleeps of runs nested
+    /// meanwhile, until ``readinessTaken(_:verify:)``.
+    func holdReadiness(_ token: Int)
     /// Readiness that waited for a handler went with a source that left its modes: every
     /// watcher reports again what is ready.
     func rearmWatchers()

@@ -184,6 +184,7 @@ final class VirtualWaiter: LoopWaiter, @unchecked Sendable {
     func gatherReady() -> Bool { false }
     func takeReady(_ body: (_ token: Int, _ events: Int32) -> Void) {}
     func readinessTaken(_ token: Int, verify: Bool) -> Bool { true }
+    func holdReadiness(_ token: Int) {}
     func rearmWatchers() {}
     func route(_ signal: Int32) {}
     func unroute(_ signal: Int32) {}
