@@ -261,7 +261,7 @@ extension EvRunLoop {
     /// iteration holds (``holdOneVersion1Source(_:)``).
     @inline(__always)  // the usual answer, none ready, is one load
     func handleOneVersion1Source(_ run: RunContext) -> Bool {
-        hasHint(Hint.readySource1s) && handleReadyVersion1Source(run)
+        hasHint(Hint.readySource1s | Hint.heldSource1s) && handleReadyVersion1Source(run)
     }
 
     /// C70: where an AfterWaiting observer could run the loop nested, the iteration holds the
@@ -292,6 +292,8 @@ extension EvRunLoop {
                 queue.readySources.removeFirst()
                 guard let heldToken else { continue }
                 state.runs[run.frame].heldSource1 = HeldSource1(entry.core)
+                state.heldSource1Count += 1
+                setHint(Hint.heldSource1s)
                 if heldToken != 0 { waiter.holdReadiness(heldToken) }
                 return
             }
@@ -305,6 +307,8 @@ extension EvRunLoop {
         let picked: TakenSource1?? = state.withLock { state in
             if let held = state.runs[run.frame].heldSource1 {
                 state.runs[run.frame].heldSource1 = nil
+                state.heldSource1Count -= 1
+                if state.heldSource1Count == 0 { clearHint(Hint.heldSource1s) }
                 guard let taken = takeHeld(held.take(), in: mode, &state) else { return .none }
                 return .some(taken)
             }

@@ -18,6 +18,9 @@ enum Hint {
     /// Work queued with a wake-up is pending (``EvRunLoop/enqueueAndWake(_:inModes:)``): a run
     /// looks for it before it sleeps.
     static let wokenBlocks: UInt32 = 1 << 4
+    /// An iteration holds a version-1 source for its R20.11 (C70): that step looks for it even
+    /// when callouts since took every other readiness away.
+    static let heldSource1s: UInt32 = 1 << 5
 }
 
 extension EvRunLoop {

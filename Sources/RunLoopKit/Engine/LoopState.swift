@@ -21,6 +21,8 @@ struct LoopState {
     let signalled = SignalledSources()
     /// The runs in progress, innermost last (R9, R27, R58).
     var runs = RunStack()
+    /// How many of the runs' frames hold a version-1 source (``RunFrame/heldSource1``).
+    var heldSource1Count = 0
     /// True while the main loop drains libdispatch's main queue (R60).
     var isServicingMainQueue = false
     /// Set when the owning thread exits (R4).
