@@ -229,11 +229,16 @@ extension EvRunLoop {
     /// it is taken. Loop's lock held, the libraries' readiness due in the mode.
     @inline(never)
     private func takesLibevReadinessFirst(_ queue: ModeState, _ state: inout LoopState) -> Bool {
-        let mode = queue.mode
-        let first = queue.readySources.first { isReady($0, $1, in: mode) }
-        guard state.libevReadySequence < first?.sequence ?? .max else { return false }
+        guard libevReadinessComesFirst(queue, &state) else { return false }
         takeLibevReadiness(&state)
         return true
+    }
+
+    /// Whether the libev libraries' readiness came before every ready source of `queue`'s mode.
+    private func libevReadinessComesFirst(_ queue: ModeState, _ state: inout LoopState) -> Bool {
+        let mode = queue.mode
+        let first = queue.readySources.first { isReady($0, $1, in: mode) }
+        return state.libevReadySequence < first?.sequence ?? .max
     }
 
     /// A ready source was handled or left: with none left, the passes stop looking.
@@ -278,25 +283,16 @@ extension EvRunLoop {
     private func holdReadyVersion1Source(_ run: RunContext) {
         let queue = run.modeState
         state.withLock { state in
-            if libevSourcesReady(in: queue.mode, &state) {
-                let first = queue.readySources.first { isReady($0, $1, in: queue.mode) }
-                if state.libevReadySequence < first?.sequence ?? .max { return }
+            if libevSourcesReady(in: queue.mode, &state), libevReadinessComesFirst(queue, &state) { return }
+            let front = claimFrontReadySource(queue) { sourceState in
+                sourceState.isHeld = true
+                return sourceState.readyToken
             }
-            let mode = queue.mode
-            while let entry = queue.readySources.front {
-                let heldToken: Int? = entry.core.state.withLock { sourceState in
-                    guard isReady(sourceState, entry.sequence, in: mode) else { return nil }
-                    sourceState.isHeld = true
-                    return sourceState.readyToken
-                }
-                queue.readySources.removeFirst()
-                guard let heldToken else { continue }
-                state.runs[run.frame].heldSource1 = HeldSource1(entry.core)
-                state.heldSource1Count += 1
-                setHint(Hint.heldSource1s)
-                if heldToken != 0 { waiter.holdReadiness(heldToken) }
-                return
-            }
+            guard let (core, token) = front else { return }
+            state.runs[run.frame].heldSource1 = HeldSource1(core)
+            state.heldSource1Count += 1
+            setHint(Hint.heldSource1s)
+            if token != 0 { waiter.holdReadiness(token) }
         }
     }
 
@@ -335,22 +331,35 @@ extension EvRunLoop {
         return true
     }
 
-    /// The front live entry of `queue`, its readiness taken under the same hold of its source's
-    /// lock that finds it live; stale entries before it are dropped (as first(isLive:) does).
+    /// The front live entry of `queue`, its readiness taken; stale entries before it are dropped.
     /// Loop's lock held.
     @inline(__always)  // the usual path's, in one piece with its caller's lock
     private func takeFrontReadySource(_ queue: ModeState, _ state: inout LoopState) -> TakenSource1? {
+        let front = claimFrontReadySource(queue) { sourceState -> (events: Int32, stamp: UInt64, token: Int) in
+            defer { sourceState.pendingEvents = 0 }
+            return (sourceState.pendingEvents, sourceState.readyStamp, sourceState.readyToken)
+        }
+        guard let (core, taken) = front else { return nil }
+        noteReadinessTaken(&state)
+        return (core, taken.events, taken.token, taken.stamp)
+    }
+
+    /// The front live entry of `queue`, out of the queue, with what `claim` made of its source's
+    /// state under the same hold of the source's lock that finds it live; stale entries before
+    /// it are dropped (as first(isLive:) does). Loop's lock held.
+    @inline(__always)
+    private func claimFrontReadySource<Claim>(
+        _ queue: ModeState, _ claim: (inout Source1State) -> Claim
+    ) -> (core: EvSource1Core, claim: Claim)? {
         let mode = queue.mode
         while let entry = queue.readySources.front {
-            let taken: (events: Int32, stamp: UInt64, token: Int)? = entry.core.state.withLock { sourceState in
+            let claimed: Claim? = entry.core.state.withLock { sourceState in
                 guard isReady(sourceState, entry.sequence, in: mode) else { return nil }
-                defer { sourceState.pendingEvents = 0 }
-                return (sourceState.pendingEvents, sourceState.readyStamp, sourceState.readyToken)
+                return claim(&sourceState)
             }
             queue.readySources.removeFirst()
-            guard let taken else { continue }
-            noteReadinessTaken(&state)
-            return (entry.core, taken.events, taken.token, taken.stamp)
+            guard let claimed else { continue }
+            return (entry.core, claimed)
         }
         return nil
     }

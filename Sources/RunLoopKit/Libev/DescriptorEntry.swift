@@ -29,7 +29,7 @@ struct DescriptorEntry {
     /// which would report it at every look until a handler takes it, looks no more.
     var armed = true
     /// Unarmed for parked watchers alone, or for a handler an outer run's iteration holds
-    /// (``DescriptorSet/hold(token:fd:)``): it stays so until one of them is watched again, or
+    /// (``DescriptorSet/hold(fd:)``): it stays so until one of them is watched again, or
     /// the handler takes its readiness.
     var restsParked = false
     /// Re-arms checked against the file because the number is in ``DescriptorSet/mayLinger``.

@@ -249,11 +249,11 @@ final class DescriptorSet {
         return (drop(entry, for: fd), false)
     }
 
-    /// The readiness `token`'s watcher of `fd` reported waits for a handler that an outer run's
-    /// iteration holds: the entry, resting, rests on as for parked watchers, so that the sleeps
-    /// of runs nested meanwhile neither re-arm it nor report that readiness again, until
+    /// The readiness `fd`'s entry reported waits for a handler that an outer run's iteration
+    /// holds: the entry, resting, rests on as for parked watchers, so that the sleeps of runs
+    /// nested meanwhile neither re-arm it nor report that readiness again, until
     /// ``taken(token:fd:verify:)`` re-arms it.
-    func hold(token: Int, fd: Int32) {
+    func hold(fd: Int32) {
         let slot = Int(fd)
         guard slot < entries.count, entries[slot] != nil, !entries[slot]!.armed, !entries[slot]!.restsParked else { return }
         entries[slot]!.restsParked = true

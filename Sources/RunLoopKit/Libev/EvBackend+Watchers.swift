@@ -191,7 +191,7 @@ extension EvBackend {
 
     func holdReadiness(_ token: Int) {
         guard case .descriptor(let fd, _, _) = watcher(token), let descriptors else { return }
-        descriptors.hold(token: token, fd: fd)
+        descriptors.hold(fd: fd)
     }
 
     /// Every resting descriptor entry reports again (see ``DescriptorSet/rearmResting()``).

@@ -58,18 +58,24 @@ import TestSupport
 @Suite struct HeldDescriptorReadinessTests {
     private static let other = EvRunLoop.Mode("other")
 
+    /// A source for `pipe`'s read end, made non-blocking, whose handler reads one byte and logs
+    /// whether there was one.
+    private func byteReadingSource(_ pipe: DescriptorPipe, _ log: EventLog<String>) throws -> EvFileDescriptorSource {
+        _ = fcntl(pipe.readEnd, F_SETFL, fcntl(pipe.readEnd, F_GETFL) | O_NONBLOCK)
+        return try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { readiness in
+            var byte: UInt8 = 0
+            let got = read(pipe.readEnd, &byte, 1)
+            log.append(readiness.contains(.readable) ? (got == 1 ? "read" : "readable, nothing to read") : "other")
+        }
+    }
+
     /// A run nested in the AfterWaiting observer, in the same mode, sleeps: the held descriptor
     /// is not handled there (it times out), and the outer iteration handles it once.
     @Test func aRunNestedInAfterWaitingInTheSameModeLeavesTheHeldDescriptorAlone() throws {
         let pipe = DescriptorPipe()
         defer { pipe.close() }
-        _ = fcntl(pipe.readEnd, F_SETFL, fcntl(pipe.readEnd, F_GETFL) | O_NONBLOCK)
         let log = EventLog<String>()
-        let source = try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { readiness in
-            var byte: UInt8 = 0
-            let got = read(pipe.readEnd, &byte, 1)
-            log.append(readiness.contains(.readable) ? (got == 1 ? "read" : "readable, nothing to read") : "other")
-        }
+        let source = try byteReadingSource(pipe, log)
         let (outer, nested, after) = onLoopThread { loop -> (EvRunLoop.RunResult, EvRunLoop.RunResult?, EvRunLoop.RunResult) in
             loop.add(source, forMode: .default)
             loop.add(keepAliveTimer(), forMode: .default)
@@ -96,13 +102,8 @@ import TestSupport
     @Test func aRunNestedInAfterWaitingInAnotherModeLeavesOneReadinessForOneByte() throws {
         let pipe = DescriptorPipe()
         defer { pipe.close() }
-        _ = fcntl(pipe.readEnd, F_SETFL, fcntl(pipe.readEnd, F_GETFL) | O_NONBLOCK)
         let log = EventLog<String>()
-        let source = try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { readiness in
-            var byte: UInt8 = 0
-            let got = read(pipe.readEnd, &byte, 1)
-            log.append(readiness.contains(.readable) ? (got == 1 ? "read" : "readable, nothing to read") : "other")
-        }
+        let source = try byteReadingSource(pipe, log)
         let (outer, nested, after) = onLoopThread { loop -> (EvRunLoop.RunResult, EvRunLoop.RunResult?, EvRunLoop.RunResult) in
             loop.add(source, forMode: .default)
             loop.add(keepAliveTimer(), forMode: .default)
