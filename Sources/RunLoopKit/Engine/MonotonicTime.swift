@@ -14,9 +14,12 @@ struct MonotonicTime: Comparable, Hashable, Sendable {
     /// The latest representable time: "no deadline" (R26).
     static let distantFuture = MonotonicTime(nanoseconds: .max)
 
+    @inline(__always)
     static func now() -> MonotonicTime {
         var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
+        // Unprotected: a fixed-size buffer the kernel fills; a stack-protector check would
+        // otherwise land in every function this is inlined into, the run's pass among them.
+        _withUnprotectedUnsafeMutablePointer(to: &ts) { _ = clock_gettime(CLOCK_MONOTONIC, $0) }
         return MonotonicTime(nanoseconds: Int64(ts.tv_sec) &* 1_000_000_000 &+ Int64(ts.tv_nsec))
     }
 

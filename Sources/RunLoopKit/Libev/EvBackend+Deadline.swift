@@ -129,8 +129,9 @@ extension EvBackend {
         let watcher = UnsafeMutablePointer<ev_io>.allocate(capacity: 1)
         clibev_io_init(watcher, { loop, watcher, revents in
             guard let loop, let watcher else { return }
+            // The failure apart, as the wake-up watcher's: the common path then saves no registers.
+            if revents & EvBackend.failed != 0 { return EvBackend.with(loop) { $0.internalWatcherFailed(watcher) } }
             EvBackend.with(loop) { backend in
-                if revents & EvBackend.failed != 0 { return backend.internalWatcherFailed(watcher) }
                 // Read before the next plan, not here (see readExpiredDeadline(_:)).
                 backend.deadlineExpiredUnread = true
                 backend.reasons.pointee |= WakeReasons.deadline.rawValue
@@ -203,7 +204,8 @@ struct DeadlineState {
     mutating func expired(reading fd: Int32) {
         guard let setting = armed, setting.interval > 0 else { return }
         var expirations: UInt64 = 0
-        let result = retryingEINTR { Int32(read(fd, &expirations, 8)) }
+        // Unprotected: eight bytes read into an eight-byte buffer, once per periodic fire.
+        let result = retryingEINTR { _withUnprotectedUnsafeMutablePointer(to: &expirations) { Int32(read(fd, $0, 8)) } }
         // A failed read leaves it readable and the setting as it was: the next wait looks again.
         guard result == 8 else { return }
         let (advance, overflow) = Int64(clamping: expirations).multipliedReportingOverflow(by: setting.interval)

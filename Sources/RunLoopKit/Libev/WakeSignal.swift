@@ -65,7 +65,9 @@ final class WakeSignal: Sendable {
     /// Writes the eventfd, retrying `EINTR`. Returns false on another error (`errno` says which).
     func kick() -> Bool {
         var one: UInt64 = 1
-        while write(descriptor, &one, 8) != 8 {
+        // Unprotected: eight bytes written from an eight-byte buffer (no stack-protector check
+        // on the path of every wake-up).
+        while _withUnprotectedUnsafeMutablePointer(to: &one, { write(descriptor, $0, 8) }) != 8 {
             switch errno {
             case EINTR: continue
             case EAGAIN: return true  // the counter is full: readable already
@@ -118,7 +120,8 @@ final class WakeSignal: Sendable {
     /// readable, so the loop looks again; they are never fatal.
     static func drain(_ descriptor: Int32) {
         var count: UInt64 = 0
-        while read(descriptor, &count, 8) < 0 && errno == EINTR {}
+        // Unprotected: eight bytes read into an eight-byte buffer.
+        while _withUnprotectedUnsafeMutablePointer(to: &count, { read(descriptor, $0, 8) }) < 0 && errno == EINTR {}
     }
 
     /// Closes the eventfd (the loop's teardown, once nothing can request any more).
