@@ -89,6 +89,25 @@ import Testing
         #expect(KnownDifference.risked(by: program).contains(.invalidatedItemIsNoCommonItem), "the generator's check misses it")
     }
 
+    /// `firingTimerNeverWakesRunNestedInItsCallout` needs the firing timer in the nested run's
+    /// mode: neither a timer in one mode only nor another timer's callout shows it, and neither
+    /// is flagged for it.
+    @Test(arguments: [
+        [Op.addTimer(1, .past, interval: 1_000_000, modes: ["A"]), .addTimer(2, .future, interval: 0, modes: ["B"])],
+        [Op.addTimer(2, .past, interval: 1_000_000, modes: ["A", "B"]), .addTimer(1, .past, interval: 0, modes: ["A"])],
+    ])
+    func aRunNestedWhereTheFiringTimerIsNotWakesOnlyAtItsTimeout(_ timers: [Op]) {
+        let program: [Op] = [
+            .addObserver(9, activities: Activity.beforeWaiting | Activity.afterWaiting, order: 0, repeats: true, modes: ["B"]),
+        ] + timers + [
+            .onCallout(1, [.run("B", .short, returnAfterSourceHandled: false)]),
+            .run("A", .zero, returnAfterSourceHandled: false),
+        ]
+        let comparison = Comparison(program, label: "a run nested where the firing timer is not")
+        #expect(comparison.agrees, "\(comparison.report)")
+        #expect(!KnownDifference.risked(by: program).contains(.firingTimerNeverWakesRunNestedInItsCallout))
+    }
+
     /// Where the differences without a program here are shown, or why they cannot be.
     static let shownElsewhere: [KnownDifference: String] = [
         .sourceInOneLoopOnly: "RunLoopKit stops the process; RunLoopKitTests' bad-input exit tests show it",
@@ -161,6 +180,17 @@ import Testing
                 .run("B", .zero, returnAfterSourceHandled: false),
             ], cf: [fired(1), returned("timedOut"), returned("timedOut", "B")],
             runLoopKit: [fired(1), returned("timedOut"), fired(1, in: "B"), returned("timedOut", "B")])
+        case .firingTimerNeverWakesRunNestedInItsCallout:
+            // B's timerfd still holds timer 1's passed date while its callout runs B: CF wakes at
+            // once for nothing, then at the timeout (+50 ms); RunLoopKit sleeps until the timeout.
+            let waits = observed(9, [Activity.beforeWaiting, Activity.afterWaiting], in: "B")
+            let end = [returned("timedOut", "B", depth: 2), returned("timedOut", "A")]
+            return Demonstration(program: [
+                .addObserver(9, activities: Activity.beforeWaiting | Activity.afterWaiting, order: 0, repeats: true, modes: ["B"]),
+                .addTimer(1, .past, interval: 1_000_000, modes: ["A", "B"]),
+                .onCallout(1, [.run("B", .short, returnAfterSourceHandled: false)]),
+                .run("A", .zero, returnAfterSourceHandled: false),
+            ], cf: [fired(1, in: "A")] + waits + waits + end, runLoopKit: [fired(1, in: "A")] + waits + end)
         case .blockListDetached:
             return Demonstration(program: [
                 .addTimer(9, .future, interval: 0, modes: ["A"]),

@@ -140,6 +140,15 @@ enum KnownDifference: String, CaseIterable, Sendable {
     /// it is due (R44). A CF bug. Generator: a timer's date is never set while it may be firing
     /// (by its own script, or by any script if its own script runs the loop).
     case timerRedatedWhileFiringNotArmedInOtherModes
+    /// A run nested in a timer's callout, in another mode of that timer, wakes once for nothing
+    /// in CF: each mode has its own timerfd, and the other mode's is still armed for the firing
+    /// timer's passed date, which nothing re-arms until the callout returns (every arming skips
+    /// a firing timer, C81), so the nested run's first sleep ends at once with nothing due (an
+    /// extra BeforeWaiting, AfterWaiting and pass). RunLoopKit computes the loop's one deadline
+    /// for each sleep from the running mode's timers, leaving out the firing one (R22, R59), so
+    /// the nested run sleeps until its timeout. Generator: timers are due only in programs whose
+    /// runs all poll.
+    case firingTimerNeverWakesRunNestedInItsCallout
     /// A stop's wake-up can be taken by another run: when a callout calls `CFRunLoopStop` and
     /// then runs the loop again, the nested run's wait reads the wake-up, and the stopped outer
     /// run then goes to sleep — until its timeout, or for good. RunLoopKit does not let a
@@ -197,6 +206,7 @@ enum KnownDifference: String, CaseIterable, Sendable {
         case .commonItemsInHashOrder: "Common items join a new common mode in the order they were added"
         case .timerRemovedFromRunningModeStillFires: "A timer removed from the running mode does not fire"
         case .timerRedatedWhileFiringNotArmedInOtherModes: "A timer that moves itself fires in all its modes"
+        case .firingTimerNeverWakesRunNestedInItsCallout: "A firing timer never wakes a run nested in its callout"
         case .stoppedRunSleepsAfterANestedRunTookItsWakeUp: "A stopped run never sleeps"
         case .blockListDetached: "A run nested in a block sees the pending blocks"
         case .invalidatedItemIsNoCommonItem: "An invalidated item is no common item"
@@ -233,6 +243,8 @@ enum KnownDifference: String, CaseIterable, Sendable {
         case .commonItemsInHashOrder: "CF artifact: items made common join a new common mode in hash order"
         case .timerRemovedFromRunningModeStillFires: "CF bug: a timer removed from the running mode during the timers step still fires"
         case .timerRedatedWhileFiringNotArmedInOtherModes: "CF bug: a timer re-dated in its own callout is not armed in its other modes"
+        case .firingTimerNeverWakesRunNestedInItsCallout:
+            "CF artifact: a mode's timerfd stays armed for a firing timer's passed date, waking a run nested in its callout"
         case .stoppedRunSleepsAfterANestedRunTookItsWakeUp: "CF bug: a stopped run sleeps if a nested run took the stop's wake-up"
         case .blockListDetached: "CF artifact: a run nested in a block does not see pending blocks"
         case .invalidatedItemIsNoCommonItem: "CF artifact: a source or observer invalidated while in no mode stays a common item"
@@ -262,6 +274,7 @@ extension KnownDifference {
         var askedAsCommon: Set<Int> = [], invalidated: Set<Int> = []
         var quickTimers: Set<Int> = [], dueDated: Set<Int> = []
         var scriptRemovesPort = false, afterWaitingObservers: Set<Int> = []
+        var sleepsInOwnScript: Set<Int> = []
 
         func dated(_ date: FireDate, _ id: Int) {
             if date != .future {
@@ -330,7 +343,10 @@ extension KnownDifference {
                 if owner == .source, kinds[id] == .source { risked.insert(.lostHandledSource) }
                 if nearTimers.contains(id) { removesNearTimer = true }
             case .run(_, let timeout, _):
-                if timeout != .zero { wakes = true }
+                if timeout != .zero {
+                    wakes = true
+                    if let ownerID { sleepsInOwnScript.insert(ownerID) }
+                }
                 // An `untilAsleep` run is stopped only once it sleeps: no stopped run sleeps on.
                 if timeout != .zero && timeout != .guarded && timeout != .untilAsleep { sleepsUnguarded = true }
                 if owner == .timer, let ownerID { runFromOwnScript.insert(ownerID) }
@@ -339,6 +355,7 @@ extension KnownDifference {
             case .runDefaultUntilDone:
                 wakes = true
                 sleepsUnguarded = true
+                if let ownerID { sleepsInOwnScript.insert(ownerID) }
             case .stop, .wakeUp:
                 wakes = true
                 wakesUp = true
@@ -386,6 +403,9 @@ extension KnownDifference {
         }
         if sleepsUnguarded && wakesUp { risked.insert(.stoppedRunSleepsAfterANestedRunTookItsWakeUp) }
         if removesNearTimer && wakes { risked.insert(.removedTimerNeverWakes) }
+        // CF's other modes of a due timer stay armed for its passed date while its callout runs.
+        let dueInSeveralModes = dueDated.filter { kinds[$0] == .timer && !(timerModes[$0] ?? []).isSingleMode }
+        if !dueInSeveralModes.isDisjoint(with: sleepsInOwnScript) { risked.insert(.firingTimerNeverWakesRunNestedInItsCallout) }
         let readied = readiedPorts.sorted()
         for (index, port) in readied.enumerated() {
             for other in readied[..<index] where mayShareAMode(portModes[port] ?? [], portModes[other] ?? []) {
