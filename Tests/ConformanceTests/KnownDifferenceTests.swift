@@ -89,6 +89,29 @@ import Testing
         #expect(KnownDifference.risked(by: program).contains(.invalidatedItemIsNoCommonItem), "the generator's check misses it")
     }
 
+    /// `removedTimerNeverWakes` without a remove: a one-shot timer in A and B that fired in A is
+    /// gone from B, but B's timerfd still holds its date, so CF's later run of B wakes once for
+    /// nothing.
+    @Test func aOneShotTimerThatFiredInAnotherModeStillWakesTheLoopInCF() {
+        let program: [Op] = [
+            .addObserver(9, activities: Activity.beforeWaiting | Activity.afterWaiting, order: 0, repeats: true, modes: ["A", "B"]),
+            .addSource(2, order: 0, modes: ["B"]),
+            .addTimer(1, .past, interval: 0, modes: ["A", "B"]),
+            .run("A", .zero, returnAfterSourceHandled: false),
+            .run("B", .short, returnAfterSourceHandled: false),
+        ]
+        let comparison = Comparison(program, label: "removedTimerNeverWakes with a one-shot timer")
+        let waits = observed(9, [Activity.beforeWaiting, Activity.afterWaiting], in: "B")
+        let start = [scheduled(2, in: "B"), fired(1, in: "A"), returned("timedOut", "A")] + waits
+        #expect(
+            comparison.cf.prefix { $0 != .threadExit } == start + waits + [returned("timedOut", "B")],
+            "CF no longer does this\n\(comparison.report)")
+        #expect(
+            comparison.runLoopKit.prefix { $0 != .threadExit } == start + [returned("timedOut", "B")],
+            "RunLoopKit no longer does this\n\(comparison.report)")
+        #expect(KnownDifference.risked(by: program).contains(.removedTimerNeverWakes), "the generator's check misses it")
+    }
+
     /// `firingTimerNeverWakesRunNestedInItsCallout` needs the firing timer in the nested run's
     /// mode: neither a timer in one mode only nor another timer's callout shows it, and neither
     /// is flagged for it.

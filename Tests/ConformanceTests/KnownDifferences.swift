@@ -85,8 +85,10 @@ enum KnownDifference: String, CaseIterable, Sendable {
     /// source its own info.
     case sourcesNeverMerge
     /// W6: CF does not disarm a mode's timerfd when its last timer is removed or invalidated, so
-    /// the loop wakes once at the old date for nothing (an extra AfterWaiting and pass);
-    /// RunLoopKit arms only live timers. Generator: every timer date is long past or a day ahead.
+    /// the loop wakes once at the old date for nothing (an extra AfterWaiting and pass); a
+    /// one-shot timer that fires in one of its modes leaves the others armed so too. RunLoopKit
+    /// arms only live timers. Generator: every timer date is long past or a day ahead, and
+    /// timers are due only in programs whose runs all poll.
     case removedTimerNeverWakes
 
     // MARK: CF artifacts found by this harness
@@ -274,7 +276,7 @@ extension KnownDifference {
         var askedAsCommon: Set<Int> = [], invalidated: Set<Int> = []
         var quickTimers: Set<Int> = [], dueDated: Set<Int> = []
         var scriptRemovesPort = false, afterWaitingObservers: Set<Int> = []
-        var sleepsInOwnScript: Set<Int> = []
+        var sleeps = false, oneShotTimers: Set<Int> = [], sleepsInOwnScript: Set<Int> = []
 
         func dated(_ date: FireDate, _ id: Int) {
             if date != .future {
@@ -308,6 +310,7 @@ extension KnownDifference {
                 kinds[id] = .timer
                 timerModes[id, default: []].formUnion(modes)
                 if interval > 0 && interval < 1 { quickTimers.insert(id) }
+                if interval == 0 { oneShotTimers.insert(id) }
                 dated(date, id)
                 if date == .soon || date.isAhead { nearTimers.insert(id) }
             case .setFireDate(let id, let date):
@@ -345,6 +348,7 @@ extension KnownDifference {
             case .run(_, let timeout, _):
                 if timeout != .zero {
                     wakes = true
+                    sleeps = true
                     if let ownerID { sleepsInOwnScript.insert(ownerID) }
                 }
                 // An `untilAsleep` run is stopped only once it sleeps: no stopped run sleeps on.
@@ -354,6 +358,7 @@ extension KnownDifference {
                 if owner == .block { runsInABlock = true }
             case .runDefaultUntilDone:
                 wakes = true
+                sleeps = true
                 sleepsUnguarded = true
                 if let ownerID { sleepsInOwnScript.insert(ownerID) }
             case .stop, .wakeUp:
@@ -403,9 +408,10 @@ extension KnownDifference {
         }
         if sleepsUnguarded && wakesUp { risked.insert(.stoppedRunSleepsAfterANestedRunTookItsWakeUp) }
         if removesNearTimer && wakes { risked.insert(.removedTimerNeverWakes) }
-        // CF's other modes of a due timer stay armed for its passed date while its callout runs.
+        // CF's other modes of a due timer stay armed for its passed date while it fires, and for good once a one-shot fired.
         let dueInSeveralModes = dueDated.filter { kinds[$0] == .timer && !(timerModes[$0] ?? []).isSingleMode }
         if !dueInSeveralModes.isDisjoint(with: sleepsInOwnScript) { risked.insert(.firingTimerNeverWakesRunNestedInItsCallout) }
+        if sleeps && !dueInSeveralModes.isDisjoint(with: oneShotTimers) { risked.insert(.removedTimerNeverWakes) }
         let readied = readiedPorts.sorted()
         for (index, port) in readied.enumerated() {
             for other in readied[..<index] where mayShareAMode(portModes[port] ?? [], portModes[other] ?? []) {
