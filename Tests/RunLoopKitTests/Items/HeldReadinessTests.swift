@@ -97,6 +97,49 @@ import TestSupport
         source.invalidate()
     }
 
+    /// Two sources watch one descriptor: the wait finds both ready and the iteration holds one
+    /// (which one, R38 leaves open). A run nested in the AfterWaiting observer handles the other
+    /// (its readiness is no one's yet) and not the held one, which the outer iteration then
+    /// handles once.
+    @Test func aRunNestedInAfterWaitingHandlesTheOtherSourceOfTheHeldDescriptor() throws {
+        let pipe = DescriptorPipe()
+        defer { pipe.close() }
+        _ = fcntl(pipe.readEnd, F_SETFL, fcntl(pipe.readEnd, F_GETFL) | O_NONBLOCK)
+        let log = EventLog<String>()
+        let sources = try ["first", "second"].map { name in
+            try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { readiness in
+                var byte: UInt8 = 0
+                let got = read(pipe.readEnd, &byte, 1)
+                log.append("\(name) \(readiness.contains(.readable) ? (got == 1 ? "read" : "readable, nothing to read") : "other")")
+            }
+        }
+        let (outer, nested, after) = onLoopThread { loop -> (EvRunLoop.RunResult, EvRunLoop.RunResult?, EvRunLoop.RunResult) in
+            for source in sources { loop.add(source, forMode: .default) }
+            loop.add(keepAliveTimer(), forMode: .default)
+            let nested = TestLocked<EvRunLoop.RunResult?>(nil)
+            loop.add(EvObserver(activities: .afterWaiting, repeats: false) { _, _ in
+                log.append("nested begins")
+                nested.withLock { $0 = loop.run(mode: .default, timeout: .milliseconds(100), returnAfterSourceHandled: true) }
+                log.append("nested ends")
+            }, forMode: .default)
+            pipe.write()
+            let outer = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            let after = loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true)
+            return (outer, nested.withLock { $0 }, after)
+        }
+        #expect(nested == .handledSource)
+        #expect(outer == .handledSource)
+        #expect(after == .timedOut)
+        let handled = log.all
+        #expect(handled.count == 4 && handled.first == "nested begins" && handled[2] == "nested ends", "\(handled)")
+        if handled.count == 4 {
+            let nestedOne = handled[1].split(separator: " ")[0], heldOne = handled[3].split(separator: " ")[0]
+            #expect(nestedOne != heldOne, "one source handled twice: \(handled)")
+            #expect(handled[1] == "\(nestedOne) read" && handled[3] == "\(heldOne) readable, nothing to read")
+        }
+        for source in sources { source.invalidate() }
+    }
+
     /// The same with the nested run in a mode without the descriptor: its sleep must not have the
     /// held entry report again, which would hand the outer loop a second readiness for one byte.
     @Test func aRunNestedInAfterWaitingInAnotherModeLeavesOneReadinessForOneByte() throws {
