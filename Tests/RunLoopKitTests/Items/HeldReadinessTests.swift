@@ -60,24 +60,23 @@ import TestSupport
 
     /// A source for `pipe`'s read end, made non-blocking, whose handler reads one byte and logs
     /// whether there was one.
-    private func byteReadingSource(_ pipe: DescriptorPipe, _ log: EventLog<String>) throws -> EvFileDescriptorSource {
+    private func byteReadingSource(_ pipe: DescriptorPipe, _ log: EventLog<String>, named name: String = "") throws -> EvFileDescriptorSource {
         _ = fcntl(pipe.readEnd, F_SETFL, fcntl(pipe.readEnd, F_GETFL) | O_NONBLOCK)
         return try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { readiness in
             var byte: UInt8 = 0
             let got = read(pipe.readEnd, &byte, 1)
-            log.append(readiness.contains(.readable) ? (got == 1 ? "read" : "readable, nothing to read") : "other")
+            log.append(name + (readiness.contains(.readable) ? (got == 1 ? "read" : "readable, nothing to read") : "other"))
         }
     }
 
-    /// A run nested in the AfterWaiting observer, in the same mode, sleeps: the held descriptor
-    /// is not handled there (it times out), and the outer iteration handles it once.
-    @Test func aRunNestedInAfterWaitingInTheSameModeLeavesTheHeldDescriptorAlone() throws {
-        let pipe = DescriptorPipe()
-        defer { pipe.close() }
-        let log = EventLog<String>()
-        let source = try byteReadingSource(pipe, log)
-        let (outer, nested, after) = onLoopThread { loop -> (EvRunLoop.RunResult, EvRunLoop.RunResult?, EvRunLoop.RunResult) in
-            loop.add(source, forMode: .default)
+    /// Writes a byte to `pipe` and runs the default mode, holding `sources`, until a source is
+    /// handled; an AfterWaiting observer runs the default mode nested, until a source is handled
+    /// or 100 ms pass; then a poll. Returns the outer, nested and polling runs' results.
+    private func runWithARunNestedInAfterWaiting(
+        _ sources: [EvFileDescriptorSource], _ pipe: DescriptorPipe, _ log: EventLog<String>
+    ) -> (outer: EvRunLoop.RunResult, nested: EvRunLoop.RunResult?, after: EvRunLoop.RunResult) {
+        onLoopThread { loop in
+            for source in sources { loop.add(source, forMode: .default) }
             loop.add(keepAliveTimer(), forMode: .default)
             let nested = TestLocked<EvRunLoop.RunResult?>(nil)
             loop.add(EvObserver(activities: .afterWaiting, repeats: false) { _, _ in
@@ -90,6 +89,16 @@ import TestSupport
             let after = loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true)
             return (outer, nested.withLock { $0 }, after)
         }
+    }
+
+    /// A run nested in the AfterWaiting observer, in the same mode, sleeps: the held descriptor
+    /// is not handled there (it times out), and the outer iteration handles it once.
+    @Test func aRunNestedInAfterWaitingInTheSameModeLeavesTheHeldDescriptorAlone() throws {
+        let pipe = DescriptorPipe()
+        defer { pipe.close() }
+        let log = EventLog<String>()
+        let source = try byteReadingSource(pipe, log)
+        let (outer, nested, after) = runWithARunNestedInAfterWaiting([source], pipe, log)
         #expect(nested == .timedOut)
         #expect(outer == .handledSource)
         #expect(after == .timedOut)
@@ -104,29 +113,9 @@ import TestSupport
     @Test func aRunNestedInAfterWaitingHandlesTheOtherSourceOfTheHeldDescriptor() throws {
         let pipe = DescriptorPipe()
         defer { pipe.close() }
-        _ = fcntl(pipe.readEnd, F_SETFL, fcntl(pipe.readEnd, F_GETFL) | O_NONBLOCK)
         let log = EventLog<String>()
-        let sources = try ["first", "second"].map { name in
-            try EvFileDescriptorSource(fileDescriptor: pipe.readEnd, events: .readable) { readiness in
-                var byte: UInt8 = 0
-                let got = read(pipe.readEnd, &byte, 1)
-                log.append("\(name) \(readiness.contains(.readable) ? (got == 1 ? "read" : "readable, nothing to read") : "other")")
-            }
-        }
-        let (outer, nested, after) = onLoopThread { loop -> (EvRunLoop.RunResult, EvRunLoop.RunResult?, EvRunLoop.RunResult) in
-            for source in sources { loop.add(source, forMode: .default) }
-            loop.add(keepAliveTimer(), forMode: .default)
-            let nested = TestLocked<EvRunLoop.RunResult?>(nil)
-            loop.add(EvObserver(activities: .afterWaiting, repeats: false) { _, _ in
-                log.append("nested begins")
-                nested.withLock { $0 = loop.run(mode: .default, timeout: .milliseconds(100), returnAfterSourceHandled: true) }
-                log.append("nested ends")
-            }, forMode: .default)
-            pipe.write()
-            let outer = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
-            let after = loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true)
-            return (outer, nested.withLock { $0 }, after)
-        }
+        let sources = try ["first ", "second "].map { try byteReadingSource(pipe, log, named: $0) }
+        let (outer, nested, after) = runWithARunNestedInAfterWaiting(sources, pipe, log)
         #expect(nested == .handledSource)
         #expect(outer == .handledSource)
         #expect(after == .timedOut)
