@@ -335,13 +335,17 @@ extension EvRunLoop {
     /// Loop's lock held.
     @inline(__always)  // the usual path's, in one piece with its caller's lock
     private func takeFrontReadySource(_ queue: ModeState, _ state: inout LoopState) -> TakenSource1? {
-        let front = claimFrontReadySource(queue) { sourceState -> (events: Int32, stamp: UInt64, token: Int) in
-            defer { sourceState.pendingEvents = 0 }
-            return (sourceState.pendingEvents, sourceState.readyStamp, sourceState.readyToken)
-        }
-        guard let (core, taken) = front else { return nil }
+        guard let (core, readiness) = claimFrontReadySource(queue, { $0.takeReadiness() }) else { return nil }
+        return taken(core, readiness, &state)
+    }
+
+    /// `core` with the readiness taken from it, counted as taken. Loop's lock held.
+    @inline(__always)
+    private func taken(
+        _ core: EvSource1Core, _ readiness: (events: Int32, stamp: UInt64, token: Int), _ state: inout LoopState
+    ) -> TakenSource1 {
         noteReadinessTaken(&state)
-        return (core, taken.events, taken.token, taken.stamp)
+        return (core, readiness.events, readiness.token, readiness.stamp)
     }
 
     /// The front live entry of `queue`, out of the queue, with what `claim` made of its source's
@@ -369,7 +373,7 @@ extension EvRunLoop {
     /// their queues, to be handled when one of them runs (R37); one that left the loop took its
     /// readiness along. Loop's lock held.
     private func takeHeld(_ core: EvSource1Core, in mode: Mode, _ state: inout LoopState) -> TakenSource1? {
-        let taken: (events: Int32, stamp: UInt64, token: Int)? = core.state.withLock { sourceState in
+        let readiness: (events: Int32, stamp: UInt64, token: Int)? = core.state.withLock { sourceState in
             sourceState.isHeld = false
             guard sourceState.isValid, sourceState.loop === self, sourceState.pendingEvents != 0 else { return nil }
             guard sourceState.modes.contains(mode) else {
@@ -378,12 +382,9 @@ extension EvRunLoop {
                 }
                 return nil
             }
-            defer { sourceState.pendingEvents = 0 }
-            return (sourceState.pendingEvents, sourceState.readyStamp, sourceState.readyToken)
+            return sourceState.takeReadiness()
         }
-        guard let taken else { return nil }
-        noteReadinessTaken(&state)
-        return (core, taken.events, taken.token, taken.stamp)
+        return readiness.map { taken(core, $0, &state) }
     }
 }
 

@@ -93,6 +93,13 @@ struct Source1State: ItemMembership, Sendable {
     /// Its readiness is held by the iteration whose wait found it, for that iteration's R20.11
     /// (C70): no run nested meanwhile handles it.
     var isHeld = false
+
+    /// Takes the pending readiness, for its handler: the events, when they became ready and
+    /// the watcher that reported them.
+    mutating func takeReadiness() -> (events: Int32, stamp: UInt64, token: Int) {
+        defer { pendingEvents = 0 }
+        return (pendingEvents, readyStamp, readyToken)
+    }
 }
 
 /// Failures of version-1 sources.

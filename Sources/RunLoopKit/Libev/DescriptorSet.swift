@@ -254,9 +254,8 @@ final class DescriptorSet {
     /// nested meanwhile neither re-arm it nor report that readiness again, until
     /// ``taken(token:fd:verify:)`` re-arms it.
     func hold(fd: Int32) {
-        let slot = Int(fd)
-        guard slot < entries.count, entries[slot] != nil, !entries[slot]!.armed, !entries[slot]!.restsParked else { return }
-        entries[slot]!.restsParked = true
+        guard let entry = entry(fd), !entry.armed, !entry.restsParked else { return }
+        entries[Int(fd)]!.restsParked = true
         restingCount -= 1
     }
 
