@@ -3,7 +3,7 @@ import RunLoopKit
 import Testing
 import TestSupport
 
-/// C70, R38: where the loop has an AfterWaiting observer, an iteration takes the version-1 source
+/// C70, R38: where the loop has an AfterWaiting observer, an iteration holds the version-1 source
 /// its wait found ready before the observers run. What they do to that source meanwhile still
 /// counts: one taken out of the running mode, or invalidated, is not handled there.
 @Suite struct HeldReadinessTests {
